@@ -1,0 +1,67 @@
+// main() only parses the command line, dispatches and turns the one error
+// type into its message and exit code.
+#include <rlock/cli/parser.hpp>
+#include <rlock/cli/run.hpp>
+#include <rlock/cli/status.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/exit_codes.hpp>
+#include <rlock/util/log.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+std::optional<std::string>
+env(const char* name)
+{
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+}
+
+// Flushes stdout and reports a failed write, so `rlock status >/dev/full`
+// does not exit 0.
+int
+close_stdout(int exit_code)
+{
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    rlock::log::error(std::string("cannot write output: ") + std::strerror(errno));
+    return rlock::exit_code::k_io_error;
+  }
+  return exit_code;
+}
+
+int
+dispatch(const rlock::cli::ParsedCommand& command)
+{
+  using namespace rlock::cli;
+  if (const auto* info = std::get_if<InfoRequest>(&command)) {
+    std::fputs(info->text.c_str(), stdout);
+    return rlock::exit_code::k_success;
+  }
+  if (const auto* status = std::get_if<StatusOptions>(&command)) {
+    return run_status(*status);
+  }
+  return run_lock(std::get<RunOptions>(command));
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+  try {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const rlock::cli::Environment environment{
+      env("RLOCK_URL"), env("REDIS_URL"), env("RLOCK_PREFIX")};
+    return close_stdout(dispatch(rlock::cli::parse_command_line(args, environment)));
+  } catch (const rlock::Error& e) {
+    rlock::log::error(e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    rlock::log::error(std::string("internal error: ") + e.what());
+    return rlock::exit_code::k_os_error;
+  }
+}

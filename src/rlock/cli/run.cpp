@@ -1,0 +1,306 @@
+#include <rlock/cli/run.hpp>
+#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/renewer.hpp>
+#include <rlock/lock/waiter.hpp>
+#include <rlock/proc/child.hpp>
+#include <rlock/proc/signal_block.hpp>
+#include <rlock/proc/signals.hpp>
+#include <rlock/proc/watchdog.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/exit_codes.hpp>
+#include <rlock/util/random.hpp>
+#include <rlock/util/text.hpp>
+
+#include <poll.h>
+#include <pwd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+
+namespace rlock::cli {
+
+namespace {
+
+using lock::LockKeys;
+
+// Everything one run needs once the lock is held.
+struct Held
+{
+  const RunOptions& options;
+  LockKeys keys;
+  std::string token;
+  lock::AcquireAttempt acquired;
+  std::optional<redis::Connection>& connection;
+};
+
+struct Supervision
+{
+  int exit_code = 0;
+  std::optional<std::string> loss;
+};
+
+std::string
+host_name()
+{
+  std::array<char, HOST_NAME_MAX + 1> name{};
+  if (gethostname(name.data(), name.size() - 1) != 0) {
+    return "?";
+  }
+  return name.data();
+}
+
+std::string
+user_name()
+{
+  std::array<char, 4096> buffer{};
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0
+      && found != nullptr) {
+    return found->pw_name;
+  }
+  return std::to_string(geteuid());
+}
+
+// Returns the first pending signal other than SIGCHLD, or 0.
+int
+take_terminating(const proc::SignalBlock& signals)
+{
+  while (const int signal = signals.take()) {
+    if (signal != SIGCHLD) {
+      return signal;
+    }
+  }
+  return 0;
+}
+
+// Sleeps up to `duration`; returns a terminating signal that cut it short.
+int
+sleep_or_signal(const proc::SignalBlock& signals, Duration duration)
+{
+  const BootTime end = boot_now() + duration;
+  while (true) {
+    const auto left = end - boot_now();
+    if (left <= Duration::zero()) {
+      return 0;
+    }
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    const int signal = signals.wait(static_cast<int>(std::min<long long>(ms, INT_MAX)));
+    if (signal != 0 && signal != SIGCHLD) {
+      return signal;
+    }
+  }
+}
+
+// Releases the lock, reconnecting once when the connection has gone stale.
+// Returns false when the lock was no longer ours.
+bool
+release(const Held& held)
+{
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (!held.connection) {
+        held.connection.emplace(redis::Connection::open(
+          held.options.server.endpoint, held.options.server.connect));
+      }
+      return lock::release(*held.connection, held.keys, held.token);
+    } catch (const Error&) {
+      held.connection.reset();
+      if (attempt > 0) {
+        throw;
+      }
+    }
+  }
+}
+
+// Releases after a normal run; the lease's expiry cleans up when this fails.
+void
+release_after_run(const Held& held)
+{
+  const auto held_for = boot_now() - held.acquired.sent;
+  try {
+    if (release(held)) {
+      log::info("released " + quote(held.keys.name) + " after "
+                + format_duration(held_for));
+    } else {
+      log::warning("lock " + quote(held.keys.name)
+                   + " was no longer held at release");
+    }
+  } catch (const Error& e) {
+    log::warning(std::string(e.what()) + "; lock " + quote(held.keys.name)
+                 + " expires by itself within "
+                 + format_duration(held.options.timing.ttl));
+  }
+}
+
+proc::ChildSpec
+child_spec(const Held& held, const proc::SignalBlock& signals)
+{
+  proc::ChildSpec spec;
+  spec.argv = held.options.command;
+  spec.environment = {"RLOCK_NAME=" + held.keys.name,
+                      "RLOCK_KEY=" + held.keys.lock,
+                      "RLOCK_TOKEN=" + held.token,
+                      "RLOCK_FENCE=" + std::to_string(held.acquired.fence)};
+  spec.signal_mask = signals.original_mask();
+  return spec;
+}
+
+void
+arm_timer(int timer_fd, std::optional<BootTime> when)
+{
+  itimerspec spec{};
+  if (when) {
+    // An absolute zero would disarm the timer: fire at least at 1ns.
+    const auto ns = std::max<std::int64_t>(when->count(), 1);
+    spec.it_value.tv_sec = ns / 1'000'000'000;
+    spec.it_value.tv_nsec = ns % 1'000'000'000;
+  }
+  timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+// Waits for one of: a signal, news from the renewer, the timer.
+void
+wait_for_event(const proc::SignalBlock& signals,
+               const lock::Renewer& renewer,
+               int timer_fd)
+{
+  std::array<pollfd, 3> fds{{{signals.fd(), POLLIN, 0},
+                             {renewer.wakeup_fd(), POLLIN, 0},
+                             {timer_fd, POLLIN, 0}}};
+  ::poll(fds.data(), fds.size(), -1);
+  renewer.drain_wakeups();
+  std::uint64_t expirations = 0;
+  [[maybe_unused]] const auto n = ::read(timer_fd, &expirations, sizeof(expirations));
+}
+
+// Runs until the child exits: forwards signals, and stops the child's group
+// when the lease is lost or could expire. The timer runs on CLOCK_BOOTTIME,
+// so it fires on time even after a suspend.
+Supervision
+supervise(proc::Child& child,
+          const lock::Renewer& renewer,
+          const proc::SignalBlock& signals,
+          const Held& held)
+{
+  const auto& options = held.options;
+  UniqueFd timer(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (timer.get() < 0) {
+    throw_errno("timerfd_create");
+  }
+  Supervision result;
+  std::optional<BootTime> sigkill_at;
+  bool killed = false;
+  while (true) {
+    if (const auto code = child.exit_code()) {
+      result.exit_code = *code;
+      return result;
+    }
+    const BootTime now = boot_now();
+    if (!result.loss) {
+      result.loss = renewer.loss();
+      if (!result.loss && now >= renewer.kill_deadline()) {
+        result.loss = "could not renew it in time";
+      }
+      if (result.loss) {
+        log::error("lost lock " + quote(held.keys.name) + ": " + *result.loss
+                   + "; sending SIG" + proc::signal_name(options.kill_signal)
+                   + " to the command");
+        child.signal_group(options.kill_signal);
+        sigkill_at = now + options.timing.kill_after;
+      }
+    }
+    if (sigkill_at && !killed && now >= *sigkill_at) {
+      child.signal_group(SIGKILL);
+      killed = true;
+    }
+    arm_timer(timer.get(),
+              !result.loss ? std::optional(renewer.kill_deadline())
+              : killed     ? std::nullopt
+                           : sigkill_at);
+    wait_for_event(signals, renewer, timer.get());
+    while (const int signal = take_terminating(signals)) {
+      child.signal_group(signal);
+    }
+  }
+}
+
+int
+run_held(const Held& held, const proc::SignalBlock& signals)
+{
+  const auto& options = held.options;
+  std::optional<proc::Child> child;
+  try {
+    child.emplace(proc::Child::spawn(child_spec(held, signals)));
+  } catch (const Error&) {
+    release_after_run(held);
+    throw;
+  }
+  proc::Watchdog watchdog = proc::Watchdog::start(child->pid());
+  lock::Renewer renewer(options.server.endpoint,
+                        options.server.connect,
+                        held.keys,
+                        held.token,
+                        options.timing,
+                        held.acquired.sent);
+  const auto result = supervise(*child, renewer, signals, held);
+  renewer.stop();
+  // Whatever the command left running in its group dies before the release.
+  const int exit_code = child->finish();
+  watchdog.disarm();
+  if (result.loss) {
+    return exit_code::k_lock_lost;
+  }
+  release_after_run(held);
+  return exit_code;
+}
+
+lock::Holder
+holder_of(const RunOptions& options)
+{
+  return lock::Holder{host_name(), getpid(), user_name(), shell_join(options.command)};
+}
+
+} // namespace
+
+int
+run_lock(const RunOptions& options)
+{
+  log::set_level(options.log_level);
+  const proc::SignalBlock signals(
+    {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD},
+    {SIGPIPE, SIGTTOU, SIGTTIN});
+  std::optional<redis::Connection> connection(
+    redis::Connection::open(options.server.endpoint, options.server.connect));
+  const auto keys = lock::keys_for(options.server.prefix, options.name);
+  const auto token = random_token();
+  const auto outcome = lock::wait_for_lock(
+    *connection,
+    keys,
+    token,
+    options.timing.ttl,
+    holder_of(options),
+    lock::WaitOptions{options.nonblock, options.wait},
+    [&signals](Duration duration) { return sleep_or_signal(signals, duration); });
+  using Kind = lock::WaitOutcome::Kind;
+  if (outcome.kind == Kind::interrupted) {
+    return exit_code::k_signal_base + outcome.signal;
+  }
+  if (outcome.kind == Kind::timed_out) {
+    log::info("not acquired: " + quote(options.name) + " is held by "
+              + outcome.attempt.holder);
+    return options.conflict_exit_code;
+  }
+  const Held held{options, keys, token, outcome.attempt, connection};
+  log::info("acquired " + quote(options.name) + " (fence "
+            + std::to_string(outcome.attempt.fence) + ")");
+  if (const int signal = take_terminating(signals)) {
+    release_after_run(held);
+    return exit_code::k_signal_base + signal;
+  }
+  return run_held(held, signals);
+}
+
+} // namespace rlock::cli

@@ -1,0 +1,70 @@
+#include <rlock/lock/keys.hpp>
+#include <rlock/util/text.hpp>
+
+namespace rlock::lock {
+
+namespace {
+
+// Backslash-escapes the characters that SCAN MATCH treats as glob syntax.
+std::string
+escape_glob(std::string_view text)
+{
+  std::string result;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
+      result += '\\';
+    }
+    result += c;
+  }
+  return result;
+}
+
+} // namespace
+
+LockKeys
+keys_for(std::string_view prefix, std::string_view name)
+{
+  const std::string lock = std::string(prefix) + "{" + std::string(name) + "}";
+  return LockKeys{std::string(name), lock, lock + ":fence"};
+}
+
+std::string
+name_of_lock_key(std::string_view prefix, std::string_view key)
+{
+  const bool is_lock = key.size() >= prefix.size() + 2
+                       && key.starts_with(prefix)
+                       && key[prefix.size()] == '{' && key.ends_with('}');
+  if (!is_lock) {
+    return {};
+  }
+  return std::string(key.substr(prefix.size() + 1, key.size() - prefix.size() - 2));
+}
+
+std::string
+lock_key_pattern(std::string_view prefix)
+{
+  return escape_glob(prefix) + "{*}";
+}
+
+Expected<std::string>
+validate_name(std::string_view name)
+{
+  using Result = Expected<std::string>;
+  if (name.empty()) {
+    return Result::failure("invalid lock name '': must not be empty");
+  }
+  if (name.size() > k_max_name_bytes) {
+    return Result::failure("invalid lock name: " + std::to_string(name.size())
+                           + " bytes long, at most "
+                           + std::to_string(k_max_name_bytes) + " allowed");
+  }
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7F) {
+      return Result::failure("invalid lock name " + quote(name)
+                             + ": control characters are not allowed");
+    }
+  }
+  return std::string(name);
+}
+
+} // namespace rlock::lock

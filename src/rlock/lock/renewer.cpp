@@ -1,0 +1,199 @@
+#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/renewer.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/text.hpp>
+
+#include <poll.h>
+#include <sys/eventfd.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace rlock::lock {
+
+namespace {
+
+UniqueFd
+make_eventfd()
+{
+  const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd < 0) {
+    throw_errno("eventfd");
+  }
+  return UniqueFd(fd);
+}
+
+void
+signal_eventfd(int fd)
+{
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto written = ::write(fd, &one, sizeof(one));
+}
+
+} // namespace
+
+Renewer::Renewer(redis::Endpoint endpoint,
+                 redis::ConnectOptions options,
+                 LockKeys keys,
+                 std::string token,
+                 LeaseTiming timing,
+                 BootTime sent)
+  : m_endpoint(std::move(endpoint)),
+    m_options(options),
+    m_keys(std::move(keys)),
+    m_token(std::move(token)),
+    m_timing(timing),
+    m_last_sent_ns(sent.count()),
+    m_wakeup(make_eventfd()),
+    m_stop(make_eventfd()),
+    m_thread([this] { run(); })
+{
+}
+
+Renewer::~Renewer()
+{
+  stop();
+}
+
+BootTime
+Renewer::kill_deadline() const
+{
+  return m_timing.kill_deadline(BootTime(m_last_sent_ns.load()));
+}
+
+std::optional<std::string>
+Renewer::loss() const
+{
+  if (!m_lost) {
+    return std::nullopt;
+  }
+  std::lock_guard lock(m_loss_mutex);
+  return m_loss_reason;
+}
+
+int
+Renewer::wakeup_fd() const
+{
+  return m_wakeup.get();
+}
+
+void
+Renewer::drain_wakeups() const
+{
+  std::uint64_t count = 0;
+  [[maybe_unused]] const auto n = ::read(m_wakeup.get(), &count, sizeof(count));
+}
+
+void
+Renewer::stop()
+{
+  if (m_thread.joinable()) {
+    signal_eventfd(m_stop.get());
+    m_thread.join();
+  }
+}
+
+void
+Renewer::run()
+{
+  // Nothing may escape a thread: any failure is a lost lease.
+  try {
+    renew_until_lost();
+  } catch (const std::exception& e) {
+    mark_lost(std::string("renewal failed: ") + e.what());
+  } catch (...) {
+    mark_lost("renewal failed");
+  }
+}
+
+void
+Renewer::renew_until_lost()
+{
+  BootTime next = BootTime(m_last_sent_ns.load()) + m_timing.renew_interval;
+  while (sleep_until(next)) {
+    const BootTime deadline = kill_deadline();
+    if (boot_now() >= deadline) {
+      mark_lost("could not renew it in time (" + m_last_error + ")");
+      return;
+    }
+    if (renew_once(deadline)) {
+      next = BootTime(m_last_sent_ns.load()) + m_timing.renew_interval;
+    } else if (m_lost) {
+      return;
+    } else {
+      next = std::min(boot_now() + m_timing.retry_delay, deadline);
+    }
+  }
+}
+
+// Returns true when renewed; false after a failure (m_lost set when the lock
+// is gone, else worth retrying).
+bool
+Renewer::renew_once(BootTime deadline)
+{
+  const BootTime sent = boot_now();
+  try {
+    const Duration budget = deadline - sent;
+    if (!m_connection) {
+      redis::ConnectOptions bounded = m_options;
+      bounded.connect_timeout = std::min(m_options.connect_timeout, budget);
+      m_connection.emplace(redis::Connection::open(m_endpoint, bounded));
+    }
+    m_connection->set_io_timeout(
+      std::min(m_options.io_timeout, deadline - boot_now()));
+    if (!renew(*m_connection, m_keys, m_token, m_timing.ttl)) {
+      mark_lost("it was deleted or taken over");
+      return false;
+    }
+  } catch (const Error& e) {
+    m_connection.reset();
+    if (m_last_error.empty()) {
+      log::warning(std::string(e.what()) + "; retrying");
+    }
+    m_last_error = e.what();
+    return false;
+  }
+  m_last_error.clear();
+  m_last_sent_ns = sent.count();
+  notify();
+  log::info("renewed " + quote(m_keys.name) + " (valid for "
+            + format_duration(m_timing.ttl) + ")");
+  return true;
+}
+
+bool
+Renewer::sleep_until(BootTime when) const
+{
+  while (true) {
+    const auto left = when - boot_now();
+    if (left <= Duration::zero()) {
+      return true;
+    }
+    pollfd stop{m_stop.get(), POLLIN, 0};
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    if (::poll(&stop, 1, static_cast<int>(std::min<std::int64_t>(ms, 60'000)))
+        > 0) {
+      return false;
+    }
+  }
+}
+
+void
+Renewer::mark_lost(const std::string& reason)
+{
+  {
+    std::lock_guard lock(m_loss_mutex);
+    m_loss_reason = reason;
+  }
+  m_lost = true;
+  notify();
+}
+
+void
+Renewer::notify() const
+{
+  signal_eventfd(m_wakeup.get());
+}
+
+} // namespace rlock::lock

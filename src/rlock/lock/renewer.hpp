@@ -1,0 +1,77 @@
+#pragma once
+
+#include <rlock/lock/keys.hpp>
+#include <rlock/lock/timing.hpp>
+#include <rlock/redis/connection.hpp>
+#include <rlock/util/fd.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace rlock::lock {
+
+// Keeps a held lease alive from a thread of its own, on a connection of its
+// own: renews every ttl/3, retries a failed renewal promptly with each attempt
+// bounded by the validity left, and reconnects when needed. The owner watches
+// kill_deadline() and loss(), woken through wakeup_fd().
+class Renewer
+{
+public:
+  // Starts renewing the lease `token` holds since the request sent at `sent`.
+  Renewer(redis::Endpoint endpoint,
+          redis::ConnectOptions options,
+          LockKeys keys,
+          std::string token,
+          LeaseTiming timing,
+          BootTime sent);
+
+  // Stops the thread.
+  ~Renewer();
+
+  Renewer(const Renewer&) = delete;
+  Renewer& operator=(const Renewer&) = delete;
+
+  // Returns when the child must get the kill signal; later after each renewal.
+  BootTime kill_deadline() const;
+
+  // Returns why the lease is lost, or nothing while it holds.
+  std::optional<std::string> loss() const;
+
+  // Returns a descriptor that turns readable when kill_deadline() or loss()
+  // changed; call drain_wakeups() after reading the state.
+  int wakeup_fd() const;
+
+  // Empties wakeup_fd().
+  void drain_wakeups() const;
+
+  // Stops the thread and waits for it; safe to call more than once.
+  void stop();
+
+private:
+  void run();
+  void renew_until_lost();
+  bool sleep_until(BootTime when) const;
+  bool renew_once(BootTime deadline);
+  void mark_lost(const std::string& reason);
+  void notify() const;
+
+  redis::Endpoint m_endpoint;
+  redis::ConnectOptions m_options;
+  LockKeys m_keys;
+  std::string m_token;
+  LeaseTiming m_timing;
+  std::atomic<std::int64_t> m_last_sent_ns;
+  std::atomic<bool> m_lost{false};
+  mutable std::mutex m_loss_mutex;
+  std::string m_loss_reason;
+  std::string m_last_error;
+  std::optional<redis::Connection> m_connection;
+  UniqueFd m_wakeup;
+  UniqueFd m_stop;
+  std::thread m_thread;
+};
+
+} // namespace rlock::lock

@@ -1,0 +1,43 @@
+#include <rlock/lock/timing.hpp>
+#include <rlock/util/text.hpp>
+
+#include <algorithm>
+
+namespace rlock::lock {
+
+using namespace std::chrono_literals;
+
+Duration
+default_kill_after(Duration ttl)
+{
+  return std::min<Duration>(ttl / 6, 10s);
+}
+
+Expected<LeaseTiming>
+make_timing(Duration ttl, std::optional<Duration> kill_after)
+{
+  LeaseTiming timing{};
+  timing.ttl = ttl;
+  timing.margin = ttl / 100 + 5ms;
+  timing.kill_after = kill_after.value_or(default_kill_after(ttl));
+  timing.renew_interval = ttl / 3;
+  timing.retry_delay = std::min<Duration>(ttl / 20, 250ms);
+  const Duration limit = ttl - timing.renew_interval - timing.margin;
+  if (timing.kill_after >= limit && !kill_after) {
+    return Expected<LeaseTiming>::failure(
+      "--ttl " + format_seconds(ttl)
+      + " is too short to renew the lease and stop the child in time");
+  }
+  if (timing.kill_after >= limit) {
+    const std::string allowed =
+      limit > Duration::zero() ? "must be under " + format_seconds(limit)
+                               : "use a longer --ttl";
+    return Expected<LeaseTiming>::failure(
+      "--kill-after " + format_seconds(timing.kill_after)
+      + " leaves no time to renew a " + format_seconds(ttl) + " lease ("
+      + allowed + ")");
+  }
+  return timing;
+}
+
+} // namespace rlock::lock

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <rlock/util/clock.hpp>
+#include <rlock/util/duration.hpp>
+#include <rlock/util/expected.hpp>
+
+#include <optional>
+
+namespace rlock::lock {
+
+// When a lease is renewed and when its holder's child must be stopped.
+//
+// A lease's validity counts from the moment the acquire or renew request was
+// sent: the server set its expiry later than that, so locally the lease is
+// valid at least until sent + ttl, less `margin` for clock drift between this
+// machine and the server. The child gets the kill signal `kill_after` before
+// that point and SIGKILL at it, so it is dead before the lease can have
+// expired on the server.
+struct LeaseTiming
+{
+  Duration ttl;
+  Duration margin;         // ttl/100 + 5ms
+  Duration kill_after;     // from the kill signal to SIGKILL
+  Duration renew_interval; // ttl/3
+  Duration retry_delay;    // after a failed renewal: min(ttl/20, 250ms)
+
+  // Returns the last instant at which the lease sent at `sent` is surely valid.
+  BootTime
+  valid_until(BootTime sent) const
+  {
+    return sent + ttl - margin;
+  }
+
+  // Returns when the child gets the kill signal, for a lease sent at `sent`.
+  BootTime
+  kill_deadline(BootTime sent) const
+  {
+    return valid_until(sent) - kill_after;
+  }
+};
+
+// Returns the default --kill-after for a TTL: ttl/6, at most 10s.
+Duration default_kill_after(Duration ttl);
+
+// Returns the timing for `ttl` and an optional --kill-after, or the reason the
+// combination cannot be safe: the kill must come after the first renewal
+// could have extended the lease (kill_after + margin < ttl*2/3).
+Expected<LeaseTiming> make_timing(Duration ttl, std::optional<Duration> kill_after);
+
+} // namespace rlock::lock

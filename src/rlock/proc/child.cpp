@@ -1,0 +1,215 @@
+#include <rlock/proc/child.hpp>
+#include <rlock/proc/exit_status.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/exit_codes.hpp>
+#include <rlock/util/fd.hpp>
+#include <rlock/util/text.hpp>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace rlock::proc {
+
+namespace {
+
+// True when we are the terminal's foreground job, so the child should be.
+bool
+should_own_terminal()
+{
+  return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+}
+
+std::vector<char*>
+c_strings(std::vector<std::string>& strings)
+{
+  std::vector<char*> result;
+  for (auto& s : strings) {
+    result.push_back(s.data());
+  }
+  result.push_back(nullptr);
+  return result;
+}
+
+std::vector<std::string>
+merged_environment(const std::vector<std::string>& additions)
+{
+  std::vector<std::string> result;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view current(*entry);
+    const auto name = current.substr(0, current.find('=') + 1);
+    bool replaced = false;
+    for (const auto& addition : additions) {
+      replaced = replaced || addition.starts_with(name);
+    }
+    if (!replaced) {
+      result.emplace_back(current);
+    }
+  }
+  result.insert(result.end(), additions.begin(), additions.end());
+  return result;
+}
+
+// Runs in the forked child: only async-signal-safe calls until exec.
+[[noreturn]] void
+exec_child(char** argv,
+           char** envp,
+           const sigset_t& mask,
+           bool own_terminal,
+           pid_t parent,
+           int error_fd)
+{
+  setpgid(0, 0);
+  if (own_terminal) {
+    tcsetpgrp(STDIN_FILENO, getpid()); // SIGTTOU is still blocked here
+  }
+  // The direct child dies with rlock; the watchdog handles the rest of the
+  // group.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) {
+    _exit(exit_code::k_os_error);
+  }
+  sigprocmask(SIG_SETMASK, &mask, nullptr);
+  execvpe(argv[0], argv, envp);
+  const int error = errno;
+  [[maybe_unused]] const auto n = write(error_fd, &error, sizeof(error));
+  _exit(error == ENOENT ? exit_code::k_not_found : exit_code::k_cannot_execute);
+}
+
+// Waits for the exec in the child: returns 0 when it succeeded, else errno.
+int
+read_exec_error(int fd)
+{
+  int error = 0;
+  while (true) {
+    const auto n = read(fd, &error, sizeof(error));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    return n == static_cast<ssize_t>(sizeof(error)) ? error : 0;
+  }
+}
+
+} // namespace
+
+Child::Child(pid_t pid, bool owns_terminal)
+  : m_pid(pid),
+    m_owns_terminal(owns_terminal)
+{
+}
+
+Child::Child(Child&& other) noexcept
+  : m_pid(std::exchange(other.m_pid, -1)),
+    m_owns_terminal(other.m_owns_terminal)
+{
+}
+
+Child::~Child()
+{
+  if (m_pid > 0) {
+    finish();
+  }
+}
+
+Child
+Child::spawn(const ChildSpec& spec)
+{
+  auto argv_strings = spec.argv;
+  auto env_strings = merged_environment(spec.environment);
+  auto argv = c_strings(argv_strings);
+  auto envp = c_strings(env_strings);
+  const bool own_terminal = should_own_terminal();
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    throw_errno("pipe");
+  }
+  UniqueFd error_read(pipe_fds[0]);
+  UniqueFd error_write(pipe_fds[1]);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    throw_errno("fork");
+  }
+  if (pid == 0) {
+    exec_child(argv.data(), envp.data(), spec.signal_mask, own_terminal, parent,
+               error_write.get());
+  }
+  // Both sides set the group and the terminal, so neither order races.
+  setpgid(pid, pid);
+  if (own_terminal) {
+    tcsetpgrp(STDIN_FILENO, pid);
+  }
+  error_write.reset();
+  Child child(pid, own_terminal);
+  if (const int error = read_exec_error(error_read.get())) {
+    child.finish();
+    throw Error(error == ENOENT ? exit_code::k_not_found
+                                : exit_code::k_cannot_execute,
+                "cannot run " + quote(spec.argv.front()) + ": "
+                  + std::strerror(error));
+  }
+  return child;
+}
+
+void
+Child::signal_group(int signal) const
+{
+  if (m_pid > 0) {
+    kill(-m_pid, signal);
+  }
+}
+
+std::optional<int>
+Child::exit_code()
+{
+  siginfo_t info{};
+  const int flags = WEXITED | WSTOPPED | WNOHANG | WNOWAIT;
+  if (waitid(P_PID, static_cast<id_t>(m_pid), &info, flags) != 0
+      || info.si_pid == 0) {
+    return std::nullopt;
+  }
+  if (info.si_code == CLD_STOPPED) {
+    // Consume the stop report, then follow the child into the background.
+    waitid(P_PID, static_cast<id_t>(m_pid), &info, WSTOPPED | WNOHANG);
+    if (m_owns_terminal) {
+      suspend_with_child();
+    }
+    return std::nullopt;
+  }
+  return exit_code_of_siginfo(info.si_code, info.si_status);
+}
+
+void
+Child::suspend_with_child() const
+{
+  tcsetpgrp(STDIN_FILENO, getpgrp());
+  raise(SIGSTOP);
+  // Continued (fg or bg): hand the terminal back if we are in the foreground.
+  if (tcgetpgrp(STDIN_FILENO) == getpgrp()) {
+    tcsetpgrp(STDIN_FILENO, m_pid);
+  }
+  signal_group(SIGCONT);
+}
+
+int
+Child::finish()
+{
+  // The zombie keeps the group id reserved, so this cannot hit a stranger.
+  signal_group(SIGKILL);
+  int status = 0;
+  while (waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (m_owns_terminal) {
+    tcsetpgrp(STDIN_FILENO, getpgrp());
+  }
+  m_pid = -1;
+  return exit_code_of_wait_status(status);
+}
+
+} // namespace rlock::proc

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <csignal>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace rlock::proc {
+
+// What to run and how.
+struct ChildSpec
+{
+  std::vector<std::string> argv;        // argv[0] is looked up in $PATH
+  std::vector<std::string> environment; // "NAME=value", added to ours
+  sigset_t signal_mask{};               // the mask to exec with
+};
+
+// A command running in a process group of its own, so that a signal reaches
+// everything it started. At a terminal the group gets the terminal while it
+// runs, and a job-control stop (Ctrl-Z) suspends rlock with it.
+class Child
+{
+public:
+  // Forks and execs; returns once the exec succeeded. Throws Error with exit
+  // code 127 (not found), 126 (not executable) or 71 (fork failed).
+  static Child spawn(const ChildSpec& spec);
+
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&&) = delete;
+  ~Child();
+
+  // Returns the child's pid, which is also its process group id.
+  pid_t
+  pid() const
+  {
+    return m_pid;
+  }
+
+  // Sends `signal` to the child's whole process group; a group already gone is
+  // not an error.
+  void signal_group(int signal) const;
+
+  // Returns the child's exit code once it has exited (128+N for signal N),
+  // without reaping it; nothing while it runs. Handles terminal stops.
+  std::optional<int> exit_code();
+
+  // Kills whatever the child left running in its group, reaps the child and
+  // takes the terminal back. Returns the exit code.
+  int finish();
+
+private:
+  Child(pid_t pid, bool owns_terminal);
+  void suspend_with_child() const;
+
+  pid_t m_pid = -1;
+  bool m_owns_terminal = false;
+};
+
+} // namespace rlock::proc

@@ -1,0 +1,64 @@
+#include <rlock/proc/signal_block.hpp>
+#include <rlock/util/error.hpp>
+
+#include <poll.h>
+#include <sys/signalfd.h>
+
+#include <cerrno>
+
+namespace rlock::proc {
+
+SignalBlock::SignalBlock(std::initializer_list<int> delivered,
+                         std::initializer_list<int> silenced)
+{
+  sigset_t delivered_set;
+  sigemptyset(&delivered_set);
+  for (int signal : delivered) {
+    sigaddset(&delivered_set, signal);
+  }
+  sigset_t blocked = delivered_set;
+  for (int signal : silenced) {
+    sigaddset(&blocked, signal);
+  }
+  if (pthread_sigmask(SIG_BLOCK, &blocked, &m_original) != 0) {
+    throw_errno("pthread_sigmask");
+  }
+  const int fd = signalfd(-1, &delivered_set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) {
+    pthread_sigmask(SIG_SETMASK, &m_original, nullptr);
+    throw_errno("signalfd");
+  }
+  m_fd.reset(fd);
+}
+
+SignalBlock::~SignalBlock()
+{
+  m_fd.reset();
+  pthread_sigmask(SIG_SETMASK, &m_original, nullptr);
+}
+
+int
+SignalBlock::take() const
+{
+  signalfd_siginfo info{};
+  while (true) {
+    const auto n = ::read(m_fd.get(), &info, sizeof(info));
+    if (n == static_cast<ssize_t>(sizeof(info))) {
+      return static_cast<int>(info.ssi_signo);
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    return 0;
+  }
+}
+
+int
+SignalBlock::wait(int timeout_ms) const
+{
+  pollfd entry{m_fd.get(), POLLIN, 0};
+  const int ready = ::poll(&entry, 1, timeout_ms);
+  return ready > 0 ? take() : 0;
+}
+
+} // namespace rlock::proc

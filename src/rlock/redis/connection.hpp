@@ -1,0 +1,87 @@
+#pragma once
+
+#include <rlock/redis/url.hpp>
+#include <rlock/util/duration.hpp>
+
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlock::redis {
+
+struct ReplyDeleter
+{
+  void
+  operator()(redisReply* reply) const
+  {
+    freeReplyObject(reply);
+  }
+};
+
+struct ContextDeleter
+{
+  void
+  operator()(redisContext* context) const
+  {
+    redisFree(context);
+  }
+};
+
+// A reply from the server; may be an error reply (type REDIS_REPLY_ERROR).
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+struct ConnectOptions
+{
+  Duration connect_timeout = std::chrono::seconds(2);
+  Duration io_timeout = std::chrono::seconds(5);
+};
+
+// One blocking connection to one server. Not thread-safe: each thread opens
+// its own. The socket is close-on-exec, so children never inherit it.
+class Connection
+{
+public:
+  // Connects, logs in and selects the database. Throws Error (unavailable)
+  // naming the address and the reason when any step fails.
+  static Connection open(const Endpoint& endpoint, const ConnectOptions& options);
+
+  // Sends one command and returns its reply, an error reply included. Throws
+  // Error (unavailable) when the connection fails or the reply times out; the
+  // connection is unusable after that.
+  Reply command(const std::vector<std::string>& args);
+
+  // Queues a command for a pipeline; read the replies with read_reply().
+  void append(const std::vector<std::string>& args);
+
+  // Returns the next reply of a pipeline. Throws as command() does.
+  Reply read_reply();
+
+  // Sets how long any one reply may take from now on.
+  void set_io_timeout(Duration timeout);
+
+  // Returns the server's address, for messages.
+  std::string address() const;
+
+private:
+  Connection(std::unique_ptr<redisContext, ContextDeleter> context, Endpoint endpoint);
+
+  [[noreturn]] void throw_io_error() const;
+  void log_in();
+
+  std::unique_ptr<redisContext, ContextDeleter> m_context;
+  Endpoint m_endpoint;
+  Duration m_io_timeout{};
+};
+
+// Throws Error (unavailable) when `reply` is an error reply: "<what>: <error>".
+void throw_if_error(const Reply& reply, const std::string& what);
+
+// Returns the reply's integer; throws Error (unavailable) for any other type.
+long long integer_of(const redisReply* reply, const std::string& what);
+
+// Returns the reply's string ("" for nil); throws Error for other types.
+std::string string_of(const redisReply* reply, const std::string& what);
+
+} // namespace rlock::redis

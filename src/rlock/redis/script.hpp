@@ -1,0 +1,33 @@
+#pragma once
+
+#include <rlock/redis/connection.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlock::redis {
+
+// A Lua script embedded at build time from src/rlock/redis/scripts/*.lua,
+// with its SHA1 computed by CMake.
+struct Script
+{
+  std::string_view name;
+  std::string_view source;
+  std::string_view sha1;
+};
+
+// The scripts of the lock protocol (see their headers for KEYS and ARGV).
+extern const Script k_acquire_script;
+extern const Script k_renew_script;
+extern const Script k_release_script;
+
+// Runs `script` with EVALSHA, and with EVAL when the server answers NOSCRIPT
+// (after a restart or SCRIPT FLUSH), which also caches it again. Returns the
+// reply, which may be an error reply; throws as Connection::command() does.
+Reply run_script(Connection& connection,
+                 const Script& script,
+                 const std::vector<std::string>& keys,
+                 const std::vector<std::string>& args);
+
+} // namespace rlock::redis

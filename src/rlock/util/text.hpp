@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlock {
+
+// Returns `text` in single quotes, with control characters escaped (\n, \t,
+// \xNN) so that a message quoting user input stays on one line.
+std::string quote(std::string_view text);
+
+// Returns the argv joined by spaces, each word shell-quoted where needed.
+std::string shell_join(const std::vector<std::string>& argv);
+
+// Returns `text` cut to at most `width` columns (UTF-8 aware), ending with
+// "..." when cut.
+std::string truncate_columns(std::string_view text, std::size_t width);
+
+// Returns the number of terminal columns `text` takes (one per code point).
+std::size_t column_width(std::string_view text);
+
+} // namespace rlock
