@@ -54,7 +54,9 @@ validate_name(std::string_view name)
     return Result::failure("invalid lock name '': must not be empty");
   }
   if (name.size() > k_max_name_bytes) {
-    return Result::failure("invalid lock name: " + std::to_string(name.size())
+    return Result::failure("invalid lock name "
+                           + quote(std::string(name.substr(0, 32)) + "...")
+                           + ": " + std::to_string(name.size())
                            + " bytes long, at most "
                            + std::to_string(k_max_name_bytes) + " allowed");
   }

@@ -1,0 +1,81 @@
+# The front door. CMake does the building; these targets install what they
+# need (Debian 12, as root), configure, build and run.
+#
+#   make demo         two rlock runs taking turns on a throwaway redis-server
+#   make test         unit, Redis and CLI tests
+#   make asan         the same tests on an ASan+UBSan build
+#   make clang        build with clang, warnings as errors
+#   make check-format / make format / make lint
+#   make install PREFIX=/usr/local DESTDIR=
+
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+CLANG_DIR ?= build-clang
+JOBS ?= 2
+WERROR ?= ON
+PREFIX ?= /usr/local
+CTEST = ctest --output-on-failure -j$(JOBS)
+
+BUILD_PACKAGES = g++ cmake make pkg-config libhiredis-dev libcli11-dev \
+  nlohmann-json3-dev catch2 scdoc
+TEST_PACKAGES = $(BUILD_PACKAGES) redis-server redis-tools bats
+CI_PACKAGES = clang clang-format shellcheck mandoc
+
+SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
+SHELL_FILES = tests/lib/redis.bash tests/lib/with-redis.sh tests/demo.sh \
+  completions/rlock.bash packaging/install-deps .ci/run
+
+.PHONY: all build test demo asan clang check-format format lint install clean bench
+
+all: build
+
+build:
+	@packaging/install-deps $(BUILD_PACKAGES)
+	cmake -S . -B $(BUILD_DIR) -DRLOCK_WARNINGS_AS_ERRORS=$(WERROR) \
+	  -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+test:
+	@packaging/install-deps $(TEST_PACKAGES)
+	@$(MAKE) --no-print-directory build
+	cd $(BUILD_DIR) && $(CTEST)
+
+demo:
+	@packaging/install-deps $(BUILD_PACKAGES) redis-server redis-tools
+	@$(MAKE) --no-print-directory build
+	tests/demo.sh $(BUILD_DIR)/rlock
+
+asan:
+	@packaging/install-deps $(TEST_PACKAGES)
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug \
+	  -DRLOCK_SANITIZERS=address,undefined -DRLOCK_WARNINGS_AS_ERRORS=ON
+	cmake --build $(ASAN_DIR) -j$(JOBS)
+	cd $(ASAN_DIR) && $(CTEST)
+
+clang:
+	@packaging/install-deps $(BUILD_PACKAGES) clang
+	CXX=clang++ cmake -S . -B $(CLANG_DIR) -DRLOCK_WARNINGS_AS_ERRORS=ON
+	cmake --build $(CLANG_DIR) -j$(JOBS)
+
+check-format:
+	@packaging/install-deps clang-format
+	clang-format --dry-run -Werror $(SOURCES)
+
+format:
+	clang-format -i $(SOURCES)
+
+lint:
+	@packaging/install-deps shellcheck mandoc scdoc
+	shellcheck -s bash $(SHELL_FILES) tests/cli/*.bats tests/cli/helpers.bash
+	scdoc < man/rlock.1.scd > $(BUILD_DIR)/rlock.1.lint
+	mandoc -T lint -W warning $(BUILD_DIR)/rlock.1.lint
+
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+bench:
+	@echo "make bench: not implemented yet (the waiting/benchmark issue)" >&2
+	@exit 1
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(CLANG_DIR)

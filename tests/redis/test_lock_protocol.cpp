@@ -1,0 +1,228 @@
+// The lock protocol against a real redis-server, started by
+// tests/lib/with-redis.sh, which passes its URL in RLOCK_TEST_URL.
+#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/renewer.hpp>
+#include <rlock/lock/status.hpp>
+#include <rlock/redis/url.hpp>
+#include <rlock/util/random.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+
+#include <cstdlib>
+#include <thread>
+
+using namespace std::chrono_literals;
+using namespace rlock;
+
+namespace {
+
+redis::Endpoint
+test_endpoint()
+{
+  const char* url = std::getenv("RLOCK_TEST_URL");
+  if (url == nullptr) {
+    FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
+  }
+  return redis::parse_url(url).value();
+}
+
+redis::Connection
+connect()
+{
+  return redis::Connection::open(test_endpoint(), {});
+}
+
+// A fresh lock name per test, so tests never see each other's keys.
+lock::LockKeys
+fresh_keys()
+{
+  return lock::keys_for("test:", "lock-" + random_token().substr(0, 8));
+}
+
+const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
+
+lock::AcquireAttempt
+acquire(redis::Connection& c, const lock::LockKeys& keys, const std::string& token, Duration ttl = 30s)
+{
+  return lock::try_acquire(c, keys, token, ttl, k_holder);
+}
+
+std::int64_t
+pttl(redis::Connection& c, const std::string& key)
+{
+  return c.command({"PTTL", key})->integer;
+}
+
+} // namespace
+
+TEST_CASE("the database is empty before the suite")
+{
+  auto c = connect();
+  CHECK(c.command({"DBSIZE"})->integer == 0);
+}
+
+TEST_CASE("acquire is exclusive")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  const auto first = acquire(c, keys, "token-a");
+  REQUIRE(first.acquired);
+  const auto second = acquire(c, keys, "token-b");
+  CHECK_FALSE(second.acquired);
+  CHECK(second.pttl_ms > 0);
+  CHECK(second.pttl_ms <= 30'000);
+  CHECK(second.holder == "tester@test-host:42");
+  CHECK(second.command == "make check");
+  // Not even the same token acquires twice: a second run is a second holder.
+  CHECK_FALSE(acquire(c, keys, "token-a").acquired);
+}
+
+TEST_CASE("acquire sets the lease with a millisecond expiry")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  REQUIRE(acquire(c, keys, "t", 1500ms).acquired);
+  const auto left = pttl(c, keys.lock);
+  CHECK(left > 1000);
+  CHECK(left <= 1500);
+}
+
+TEST_CASE("a wrong token can neither renew nor release")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  REQUIRE(acquire(c, keys, "right", 2s).acquired);
+  CHECK_FALSE(lock::renew(c, keys, "wrong", 60s));
+  CHECK(pttl(c, keys.lock) <= 2000);
+  CHECK_FALSE(lock::release(c, keys, "wrong"));
+  CHECK(c.command({"EXISTS", keys.lock})->integer == 1);
+  CHECK(lock::renew(c, keys, "right", 60s));
+  CHECK(pttl(c, keys.lock) > 2000);
+  CHECK(lock::release(c, keys, "right"));
+  CHECK(c.command({"EXISTS", keys.lock})->integer == 0);
+  CHECK_FALSE(lock::release(c, keys, "right"));
+}
+
+TEST_CASE("the fence strictly increases across releases and expiries")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  std::int64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto attempt = acquire(c, keys, "t" + std::to_string(i));
+    REQUIRE(attempt.acquired);
+    CHECK(attempt.fence > last);
+    last = attempt.fence;
+    REQUIRE(lock::release(c, keys, "t" + std::to_string(i)));
+  }
+  const auto expiring = acquire(c, keys, "short", 50ms);
+  REQUIRE(expiring.acquired);
+  CHECK(expiring.fence > last);
+  std::this_thread::sleep_for(150ms);
+  const auto after_expiry = acquire(c, keys, "next");
+  REQUIRE(after_expiry.acquired);
+  CHECK(after_expiry.fence > expiring.fence);
+  // The counter outlives the lock, so the fence survives even a deleted lock.
+  CHECK(c.command({"PTTL", keys.fence})->integer == -1);
+}
+
+TEST_CASE("renewal keeps a lock alive well past its TTL")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  const auto timing = lock::make_timing(300ms, std::nullopt).value();
+  const auto attempt = acquire(c, keys, "renewed", timing.ttl);
+  REQUIRE(attempt.acquired);
+  {
+    lock::Renewer renewer(test_endpoint(), {}, keys, "renewed", timing, attempt.sent);
+    std::this_thread::sleep_for(1200ms); // four TTLs
+    CHECK_FALSE(renewer.loss());
+    CHECK(renewer.kill_deadline() > boot_now());
+    CHECK(c.command({"EXISTS", keys.lock})->integer == 1);
+    const auto renewals = c.command({"HGET", keys.lock, "renewals"});
+    CHECK(std::stoll(renewals->str) >= 3);
+  }
+  // Once the renewer is gone the lease runs out by itself.
+  std::this_thread::sleep_for(400ms);
+  CHECK(c.command({"EXISTS", keys.lock})->integer == 0);
+}
+
+TEST_CASE("a renewer reports a deleted lock as lost at its next renewal")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  const auto timing = lock::make_timing(300ms, std::nullopt).value();
+  const auto attempt = acquire(c, keys, "mine", timing.ttl);
+  REQUIRE(attempt.acquired);
+  lock::Renewer renewer(test_endpoint(), {}, keys, "mine", timing, attempt.sent);
+  c.command({"DEL", keys.lock});
+  pollfd wake{renewer.wakeup_fd(), POLLIN, 0};
+  const auto give_up = boot_now() + 2s;
+  while (!renewer.loss() && boot_now() < give_up) {
+    ::poll(&wake, 1, 100);
+    renewer.drain_wakeups();
+  }
+  REQUIRE(renewer.loss());
+  CHECK_THAT(*renewer.loss(), Catch::Contains("deleted or taken over"));
+}
+
+TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  REQUIRE(acquire(c, keys, "flushed").acquired);
+  REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  CHECK(lock::renew(c, keys, "flushed", 30s));
+  REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  CHECK(lock::release(c, keys, "flushed"));
+  REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  CHECK(acquire(c, keys, "again").acquired);
+}
+
+TEST_CASE("a key of the wrong type is an error, and nothing is deleted")
+{
+  auto c = connect();
+  const auto keys = fresh_keys();
+  c.command({"SET", keys.lock, "not a hash"});
+  CHECK_THROWS_AS(lock::release(c, keys, "x"), Error);
+  CHECK_THROWS_AS(lock::renew(c, keys, "x", 1s), Error);
+  CHECK(c.command({"GET", keys.lock})->type == REDIS_REPLY_STRING);
+}
+
+TEST_CASE("status reads held and free locks, and lists by prefix")
+{
+  auto c = connect();
+  const std::string prefix = "status-" + random_token().substr(0, 6) + ":";
+  const auto a = lock::keys_for(prefix, "b-second");
+  const auto b = lock::keys_for(prefix, "a-first");
+  REQUIRE(lock::try_acquire(c, a, "ta", 30s, k_holder).acquired);
+  REQUIRE(lock::try_acquire(c, b, "tb", 30s, k_holder).acquired);
+  auto snapshot = lock::read_locks(c, prefix, {"b-second", "free"});
+  REQUIRE(snapshot.locks.size() == 2);
+  CHECK(snapshot.locks[0].held);
+  CHECK(snapshot.locks[0].token == "ta");
+  CHECK(snapshot.locks[0].user == "tester");
+  CHECK(snapshot.locks[0].pid == 42);
+  CHECK(snapshot.locks[0].ttl_ms > 0);
+  CHECK(snapshot.locks[0].acquired_ms > 0);
+  CHECK(snapshot.server_now_ms >= snapshot.locks[0].acquired_ms);
+  CHECK_FALSE(snapshot.locks[1].held);
+  snapshot = lock::list_locks(c, prefix);
+  REQUIRE(snapshot.locks.size() == 2);
+  CHECK(snapshot.locks[0].name == "a-first");
+  CHECK(snapshot.locks[1].name == "b-second");
+}
+
+TEST_CASE("an unreachable server is reported with its address")
+{
+  auto endpoint = redis::parse_url("redis://127.0.0.1:1").value();
+  try {
+    redis::Connection::open(endpoint, {});
+    FAIL("connected to port 1");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == 69);
+    CHECK_THAT(e.what(), Catch::Contains("127.0.0.1:1"));
+  }
+}
