@@ -62,12 +62,13 @@ public:
   make_usage(const CLI::App* app, std::string) const override
   {
     if (app->get_parent() != nullptr) {
-      return "Usage: rlock status [OPTIONS] [NAME...]\n\n";
+      return "Usage: rlock status [--json] [OPTIONS] [NAME...]\n\n";
     }
     return "Usage: rlock [OPTIONS] NAME COMMAND [ARG...]\n"
            "       rlock [OPTIONS] NAME -c 'SHELL COMMAND'\n"
            "       rlock [OPTIONS] -- NAME COMMAND [ARG...]\n"
-           "       rlock status [--json] [NAME...]\n"
+           "       rlock [OPTIONS] -c 'SHELL COMMAND' NAME\n"
+           "       rlock status [--json] [--url URL] [--prefix P] [NAME...]\n"
            "       rlock --help | --version\n\n";
   }
 };
@@ -77,46 +78,63 @@ add_server_options(CLI::App& app, RawOptions& raw)
 {
   const std::string group = "Connection";
   app.add_option("--url", raw.url,
-                 "Redis URL: redis://[user[:password]@]host[:port][/db] or "
-                 "unix:///path.sock[?db=N] ($RLOCK_URL, $REDIS_URL)")
+                 "redis://[user[:pass]@]host[:port][/db]\n"
+                 "or unix:///path.sock[?db=N]\n"
+                 "($RLOCK_URL, $REDIS_URL, redis://127.0.0.1)")
+    ->type_name("URL")
     ->group(group);
-  app.add_option("--prefix", raw.prefix, "key prefix ($RLOCK_PREFIX; rlock:)")
+  app.add_option("--prefix", raw.prefix, "key prefix ($RLOCK_PREFIX, rlock:)")
+    ->type_name("P")
     ->group(group);
   app.add_option("--connect-timeout", raw.connect_timeout,
                  "per connection attempt (2s)")
+    ->type_name("D")
     ->group(group);
-  app.add_option("--io-timeout", raw.io_timeout, "per reply (5s)")->group(group);
+  app.add_option("--io-timeout", raw.io_timeout, "per reply (5s)")
+    ->type_name("D")
+    ->group(group);
 }
 
 void
-add_run_options(CLI::App& app, RawOptions& raw)
+add_locking_options(CLI::App& app, RawOptions& raw)
 {
   const std::string locking = "Locking";
   app.add_option("-t,--ttl", raw.ttl, "lease length, renewed every TTL/3 (30s)")
+    ->type_name("D")
     ->group(locking);
   app.add_option("-c,--command", raw.shell_command, "run STR with /bin/sh -c")
+    ->type_name("STR")
     ->group(locking);
   app.add_option("--kill-signal", raw.kill_signal,
-                 "sent to the command's process group when the lock is lost "
-                 "(TERM)")
+                 "to the command's group on lock loss (TERM)")
+    ->type_name("SIG")
     ->group(locking);
   app.add_option("--kill-after", raw.kill_after,
                  "then SIGKILL after D (TTL/6, at most 10s)")
+    ->type_name("D")
     ->group(locking);
   const std::string waiting = "Waiting";
   app.add_flag("-n,--nonblock", raw.nonblock, "fail at once if the lock is held")
     ->group(waiting);
   app.add_option("-w,--wait,--timeout", raw.wait,
                  "give up after D; -w 0 is -n (forever)")
+    ->type_name("D")
     ->group(waiting);
   app.add_option("-E,--conflict-exit-code", raw.conflict_exit_code,
                  "exit code when not acquired, 0..255 (75)")
+    ->type_name("N")
     ->group(waiting);
+}
+
+void
+add_output_options(CLI::App& app, RawOptions& raw)
+{
   const std::string output = "Output";
   app.add_flag("-v,--verbose", raw.verbose, "lifecycle lines on stderr")
     ->group(output);
   app.add_flag("-q,--quiet", raw.quiet, "nothing but errors on stderr")
     ->group(output);
+  app.set_help_flag("-h,--help", "print this help and exit")->group(output);
   app.add_flag("-V,--version", raw.version, "print the version and exit")
     ->group(output);
 }
@@ -128,9 +146,10 @@ build_app(RawOptions& raw)
     "Run COMMAND while holding the lock NAME in Redis; exit with its status.");
   app->name("rlock");
   app->formatter(std::make_shared<Formatter>());
-  app->get_formatter()->column_width(26);
-  add_run_options(*app, raw);
+  app->get_formatter()->column_width(30);
+  add_locking_options(*app, raw);
   add_server_options(*app, raw);
+  add_output_options(*app, raw);
   app->footer(
     "Durations: 500ms, 30s, 5m, 1h, 1.5s, or seconds (0.5).\n"
     "Examples:\n"
@@ -138,13 +157,18 @@ build_app(RawOptions& raw)
     "  rlock -w 10m deploy-prod ./deploy.sh  # wait up to 10 minutes\n"
     "  rlock backup -c 'dump | gzip > db.gz'\n"
     "  rlock status\n"
-    "Exit: COMMAND's status; 64 usage, 69 Redis unavailable, 70 lock lost,\n"
-    "75 not acquired, 126/127 COMMAND not executable/found.");
+    "Exit: COMMAND's status, 128+N if it died of signal N; 64 usage,\n"
+    "69 Redis unavailable, 70 lock lost, 75 not acquired,\n"
+    "126/127 COMMAND not executable/not found. See rlock(1).");
   auto* status = app->add_subcommand("status", "show who holds which lock");
   status->formatter(app->get_formatter());
+  status->add_option("NAME", raw.status_names, "locks to show (default: all held)")
+    ->type_name("");
   status->add_flag("--json", raw.json, "print a JSON array")->group("Output");
-  status->add_option("NAME", raw.status_names, "locks to show (default: all held)");
   add_server_options(*status, raw);
+  status->set_help_flag("-h,--help", "print this help and exit")->group("Output");
+  status->footer("Exit: 0 all named locks held (or a listing), 1 one is free,\n"
+                 "69 Redis unavailable, 74 output could not be written.");
   return app;
 }
 
@@ -324,7 +348,11 @@ run_options(const RawOptions& raw, const Split& split, const Environment& enviro
   if (!raw.kill_after.empty()) {
     kill_after = parse_duration_option(raw.kill_after, "--kill-after", true);
   }
-  options.timing = value_or_usage_error(lock::make_timing(ttl, kill_after), "--kill-after");
+  const auto timing = lock::make_timing(ttl, kill_after);
+  if (!timing) {
+    throw_usage(timing.error());
+  }
+  options.timing = timing.value();
   if (!raw.wait.empty()) {
     options.wait = parse_duration_option(raw.wait, "--wait", true);
   }

@@ -1,0 +1,232 @@
+# bash completion for rlock(1)                            -*- shell-script -*-
+#
+# Installed to share/bash-completion/completions/, where bash-completion loads
+# it on first use. Without bash-completion (sourced by hand), COMMAND's
+# arguments complete as file names and --opt=value is only partly understood.
+
+# Completes the value of option $1 for the word $cur.
+_rlock_value()
+{
+  local durations='500ms 5s 30s 5m 1h'
+  local signals='TERM INT HUP QUIT KILL USR1 USR2'
+  case $1 in
+    -w | --wait | --timeout | -t | --ttl | --kill-after | \
+      --connect-timeout | --io-timeout)
+      mapfile -t COMPREPLY < <(compgen -W "$durations" -- "$cur")
+      ;;
+    --kill-signal)
+      [[ $cur == [Ss][Ii][Gg]* ]] &&
+        signals='SIGTERM SIGINT SIGHUP SIGQUIT SIGKILL SIGUSR1 SIGUSR2'
+      mapfile -t COMPREPLY < <(compgen -W "$signals" -- "$cur")
+      ;;
+    --url)
+      mapfile -t COMPREPLY < <(compgen -W 'redis:// unix://' -- "$cur")
+      compopt -o nospace 2>/dev/null
+      declare -F __ltrim_colon_completions >/dev/null &&
+        __ltrim_colon_completions "$cur"
+      ;;
+    -c | --command)
+      mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+      ;;
+  esac
+  # --prefix, -E and anything else: free text, nothing to offer.
+  return 0
+}
+
+# Succeeds if rlock's option $1 takes a value.
+_rlock_takes_value()
+{
+  case $1 in
+    --url | --prefix | --wait | --timeout | --ttl | --conflict-exit-code | \
+      --command | --kill-signal | --kill-after | --connect-timeout | \
+      --io-timeout | -[wtEc])
+      return 0
+      ;;
+  esac
+  return 1
+}
+
+# Prints the index in COMP_WORDS of words[$1]; bash-completion joins words
+# that COMP_WORDS splits at '=' or ':', so the two can differ.
+_rlock_comp_index()
+{
+  local k j=0 acc
+  for ((k = 0; k < $1; k++)); do
+    acc=
+    while [[ $acc != "${words[k]}" ]] && ((j < ${#COMP_WORDS[@]})); do
+      acc+=${COMP_WORDS[j]}
+      ((j++))
+    done
+  done
+  printf '%s\n' "$j"
+}
+
+# Completes COMMAND [ARG...] starting at words[$1].
+_rlock_command()
+{
+  if declare -F _command_offset >/dev/null; then
+    _command_offset "$(_rlock_comp_index "$1")"
+  elif ((cword == $1)); then
+    mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+  else
+    compopt -o filenames 2>/dev/null
+    mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+  fi
+}
+
+# Completes the arguments of the status subcommand, which starts at words[$1].
+_rlock_status()
+{
+  local i=$(($1 + 1)) w
+  while ((i < cword)); do
+    w=${words[i]}
+    case $w in
+      --) return 0 ;;
+      --url | --prefix | --connect-timeout | --io-timeout)
+        [[ ${words[i + 1]} == = ]] && ((i++))
+        if ((i + 1 == cword)); then
+          _rlock_value "$w"
+          return 0
+        fi
+        ((i++))
+        ;;
+    esac
+    ((i++))
+  done
+  if [[ $split == true ]]; then
+    _rlock_value "$prev"
+  elif [[ $cur == -* ]]; then
+    mapfile -t COMPREPLY < <(compgen -W '--json --url --prefix --connect-timeout --io-timeout --help' -- "$cur")
+  fi
+  # NAMEs are free text.
+  return 0
+}
+
+_rlock()
+{
+  local cur prev words cword split=
+  if declare -F _init_completion >/dev/null; then
+    # -s: split --opt=value into prev and cur; -n :: keep URLs whole.
+    _init_completion -s -n : || return
+  else
+    COMPREPLY=()
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+    cur=${words[cword]}
+    prev=${words[cword - 1]}
+    # Without bash-completion, --opt=value arrives as three words.
+    if [[ $cur == = ]]; then
+      cur=
+      split=true
+    elif [[ $prev == = ]] && ((cword > 1)); then
+      prev=${words[cword - 2]}
+      split=true
+    fi
+  fi
+
+  local i=1 w j name=0 has_c=0 opt=
+  while ((i < cword)); do
+    w=${words[i]}
+    case $w in
+      --)
+        name=$((i + 1))
+        break
+        ;;
+      --command=*)
+        has_c=1
+        ;;
+      --*=*) ;;
+      --*)
+        if _rlock_takes_value "$w"; then
+          [[ $w == --command ]] && has_c=1
+          [[ ${words[i + 1]} == = ]] && ((i++))
+          if ((i + 1 == cword)); then
+            opt=$w
+            break
+          fi
+          ((i++))
+        fi
+        ;;
+      -?*)
+        # A cluster such as -nv, -w10 or -nw 10.
+        for ((j = 1; j < ${#w}; j++)); do
+          case ${w:j:1} in
+            [wtEc])
+              [[ ${w:j:1} == c ]] && has_c=1
+              if ((j == ${#w} - 1)); then
+                if ((i + 1 == cword)); then
+                  opt=-${w:j:1}
+                  break 2
+                fi
+                ((i++))
+              fi
+              break
+              ;;
+          esac
+        done
+        ;;
+      status)
+        # The subcommand, unless -- came first.
+        _rlock_status "$i"
+        return
+        ;;
+      *)
+        name=$i
+        break
+        ;;
+    esac
+    ((i++))
+  done
+
+  # The word is the value of one of rlock's options.
+  if [[ $opt ]]; then
+    _rlock_value "$opt"
+    return 0
+  fi
+
+  # The word is an option, NAME, or the subcommand.
+  if ((name == 0 || name == cword)); then
+    ((name == cword)) && return 0
+    if [[ $split == true ]]; then
+      _rlock_takes_value "$prev" && _rlock_value "$prev"
+      return 0
+    fi
+    local opts=(
+      -n --nonblock -w --wait --timeout -t --ttl
+      -E --conflict-exit-code -c --command --url --prefix
+      --kill-signal --kill-after --connect-timeout --io-timeout
+      -v --verbose -q --quiet -h --help -V --version
+    )
+    # The first word may be the subcommand; later ones NAME, free text.
+    if ((cword == 1)); then
+      opts=(status "${opts[@]}")
+    elif [[ $cur != -* ]]; then
+      return 0
+    fi
+    mapfile -t COMPREPLY < <(compgen -W "${opts[*]}" -- "$cur")
+    return 0
+  fi
+
+  # After NAME. With -c before NAME, nothing may follow it.
+  ((has_c)) && return 0
+  local next=${words[name + 1]}
+  if ((cword == name + 1)); then
+    if [[ $cur == -* ]]; then
+      mapfile -t COMPREPLY < <(compgen -W '-c --command' -- "$cur")
+    else
+      _rlock_command "$cword"
+    fi
+    return 0
+  fi
+  case $next in
+    -c | --command)
+      ((cword == name + 2)) && _rlock_value -c
+      return 0
+      ;;
+    --command=*) return 0 ;;
+  esac
+  _rlock_command $((name + 1))
+} &&
+  complete -F _rlock rlock
+
+# ex: filetype=sh
