@@ -15,8 +15,7 @@
 namespace {
 
 std::optional<std::string>
-env(const char* name)
-{
+env(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
 }
@@ -24,18 +23,17 @@ env(const char* name)
 // Flushes stdout and reports a failed write, so `rlock status >/dev/full`
 // does not exit 0.
 int
-close_stdout(int exit_code)
-{
+close_stdout(int exit_code) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
-    rlock::log::error(std::string("cannot write output: ") + std::strerror(errno));
+    rlock::log::error(std::string("cannot write output: ")
+                      + std::strerror(errno));
     return rlock::exit_code::k_io_error;
   }
   return exit_code;
 }
 
 int
-dispatch(const rlock::cli::ParsedCommand& command)
-{
+dispatch(const rlock::cli::ParsedCommand& command) {
   using namespace rlock::cli;
   if (const auto* info = std::get_if<InfoRequest>(&command)) {
     std::fputs(info->text.c_str(), stdout);
@@ -50,13 +48,13 @@ dispatch(const rlock::cli::ParsedCommand& command)
 } // namespace
 
 int
-main(int argc, char** argv)
-{
+main(int argc, char** argv) {
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
     const rlock::cli::Environment environment{
-      env("RLOCK_URL"), env("REDIS_URL"), env("RLOCK_PREFIX")};
-    return close_stdout(dispatch(rlock::cli::parse_command_line(args, environment)));
+        env("RLOCK_URL"), env("REDIS_URL"), env("RLOCK_PREFIX")};
+    return close_stdout(
+        dispatch(rlock::cli::parse_command_line(args, environment)));
   } catch (const rlock::Error& e) {
     rlock::log::error(e.what());
     return e.exit_code();

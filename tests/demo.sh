@@ -27,7 +27,9 @@ export RLOCK_URL
 echo "RLOCK_URL=$RLOCK_URL (pid $(cat "$REDIS_PIDFILE"))"
 
 step "Two runs of the same lock contend and take turns"
-job='echo "  [$JOB] start  fence $RLOCK_FENCE  $(date +%T.%N | cut -c1-12)"; sleep 1; echo "  [$JOB] end                $(date +%T.%N | cut -c1-12)"'
+# Expanded by the child's shell, not here.
+# shellcheck disable=SC2016
+job='echo "  [$JOB] start $(date +%T.%N | cut -c1-12), fence $RLOCK_FENCE"; sleep 1; echo "  [$JOB] end   $(date +%T.%N | cut -c1-12)"'
 echo "$ rlock -v report -c '...sleep 1...' &   (twice)"
 JOB=A "$rlock" -v report -c "$job" &
 first=$!

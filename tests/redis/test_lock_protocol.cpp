@@ -19,8 +19,7 @@ using namespace rlock;
 namespace {
 
 redis::Endpoint
-test_endpoint()
-{
+test_endpoint() {
   const char* url = std::getenv("RLOCK_TEST_URL");
   if (url == nullptr) {
     FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
@@ -29,42 +28,39 @@ test_endpoint()
 }
 
 redis::Connection
-connect()
-{
+connect() {
   return redis::Connection::open(test_endpoint(), {});
 }
 
 // A fresh lock name per test, so tests never see each other's keys.
 lock::LockKeys
-fresh_keys()
-{
+fresh_keys() {
   return lock::keys_for("test:", "lock-" + random_token().substr(0, 8));
 }
 
 const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
 
 lock::AcquireAttempt
-acquire(redis::Connection& c, const lock::LockKeys& keys, const std::string& token, Duration ttl = 30s)
-{
+acquire(redis::Connection& c,
+        const lock::LockKeys& keys,
+        const std::string& token,
+        Duration ttl = 30s) {
   return lock::try_acquire(c, keys, token, ttl, k_holder);
 }
 
 std::int64_t
-pttl(redis::Connection& c, const std::string& key)
-{
+pttl(redis::Connection& c, const std::string& key) {
   return c.command({"PTTL", key})->integer;
 }
 
 } // namespace
 
-TEST_CASE("the database is empty before the suite")
-{
+TEST_CASE("the database is empty before the suite") {
   auto c = connect();
   CHECK(c.command({"DBSIZE"})->integer == 0);
 }
 
-TEST_CASE("acquire is exclusive")
-{
+TEST_CASE("acquire is exclusive") {
   auto c = connect();
   const auto keys = fresh_keys();
   const auto first = acquire(c, keys, "token-a");
@@ -79,8 +75,7 @@ TEST_CASE("acquire is exclusive")
   CHECK_FALSE(acquire(c, keys, "token-a").acquired);
 }
 
-TEST_CASE("acquire sets the lease with a millisecond expiry")
-{
+TEST_CASE("acquire sets the lease with a millisecond expiry") {
   auto c = connect();
   const auto keys = fresh_keys();
   REQUIRE(acquire(c, keys, "t", 1500ms).acquired);
@@ -89,8 +84,7 @@ TEST_CASE("acquire sets the lease with a millisecond expiry")
   CHECK(left <= 1500);
 }
 
-TEST_CASE("a wrong token can neither renew nor release")
-{
+TEST_CASE("a wrong token can neither renew nor release") {
   auto c = connect();
   const auto keys = fresh_keys();
   REQUIRE(acquire(c, keys, "right", 2s).acquired);
@@ -105,8 +99,7 @@ TEST_CASE("a wrong token can neither renew nor release")
   CHECK_FALSE(lock::release(c, keys, "right"));
 }
 
-TEST_CASE("the fence strictly increases across releases and expiries")
-{
+TEST_CASE("the fence strictly increases across releases and expiries") {
   auto c = connect();
   const auto keys = fresh_keys();
   std::int64_t last = 0;
@@ -128,15 +121,15 @@ TEST_CASE("the fence strictly increases across releases and expiries")
   CHECK(c.command({"PTTL", keys.fence})->integer == -1);
 }
 
-TEST_CASE("renewal keeps a lock alive well past its TTL")
-{
+TEST_CASE("renewal keeps a lock alive well past its TTL") {
   auto c = connect();
   const auto keys = fresh_keys();
   const auto timing = lock::make_timing(300ms, std::nullopt).value();
   const auto attempt = acquire(c, keys, "renewed", timing.ttl);
   REQUIRE(attempt.acquired);
   {
-    lock::Renewer renewer(test_endpoint(), {}, keys, "renewed", timing, attempt.sent);
+    lock::Renewer renewer(
+        test_endpoint(), {}, keys, "renewed", timing, attempt.sent);
     std::this_thread::sleep_for(1200ms); // four TTLs
     CHECK_FALSE(renewer.loss());
     CHECK(renewer.kill_deadline() > boot_now());
@@ -149,14 +142,14 @@ TEST_CASE("renewal keeps a lock alive well past its TTL")
   CHECK(c.command({"EXISTS", keys.lock})->integer == 0);
 }
 
-TEST_CASE("a renewer reports a deleted lock as lost at its next renewal")
-{
+TEST_CASE("a renewer reports a deleted lock as lost at its next renewal") {
   auto c = connect();
   const auto keys = fresh_keys();
   const auto timing = lock::make_timing(300ms, std::nullopt).value();
   const auto attempt = acquire(c, keys, "mine", timing.ttl);
   REQUIRE(attempt.acquired);
-  lock::Renewer renewer(test_endpoint(), {}, keys, "mine", timing, attempt.sent);
+  lock::Renewer renewer(
+      test_endpoint(), {}, keys, "mine", timing, attempt.sent);
   c.command({"DEL", keys.lock});
   pollfd wake{renewer.wakeup_fd(), POLLIN, 0};
   const auto give_up = boot_now() + 2s;
@@ -168,8 +161,7 @@ TEST_CASE("a renewer reports a deleted lock as lost at its next renewal")
   CHECK_THAT(*renewer.loss(), Catch::Contains("deleted or taken over"));
 }
 
-TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release")
-{
+TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release") {
   auto c = connect();
   const auto keys = fresh_keys();
   REQUIRE(acquire(c, keys, "flushed").acquired);
@@ -181,8 +173,7 @@ TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release")
   CHECK(acquire(c, keys, "again").acquired);
 }
 
-TEST_CASE("a key of the wrong type is an error, and nothing is deleted")
-{
+TEST_CASE("a key of the wrong type is an error, and nothing is deleted") {
   auto c = connect();
   const auto keys = fresh_keys();
   c.command({"SET", keys.lock, "not a hash"});
@@ -191,8 +182,7 @@ TEST_CASE("a key of the wrong type is an error, and nothing is deleted")
   CHECK(c.command({"GET", keys.lock})->type == REDIS_REPLY_STRING);
 }
 
-TEST_CASE("status reads held and free locks, and lists by prefix")
-{
+TEST_CASE("status reads held and free locks, and lists by prefix") {
   auto c = connect();
   const std::string prefix = "status-" + random_token().substr(0, 6) + ":";
   const auto a = lock::keys_for(prefix, "b-second");
@@ -215,8 +205,7 @@ TEST_CASE("status reads held and free locks, and lists by prefix")
   CHECK(snapshot.locks[1].name == "b-second");
 }
 
-TEST_CASE("an unreachable server is reported with its address")
-{
+TEST_CASE("an unreachable server is reported with its address") {
   auto endpoint = redis::parse_url("redis://127.0.0.1:1").value();
   try {
     redis::Connection::open(endpoint, {});

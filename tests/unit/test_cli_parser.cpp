@@ -11,14 +11,12 @@ using namespace rlock::cli;
 namespace {
 
 ParsedCommand
-parse(std::vector<std::string> args, Environment environment = {})
-{
+parse(std::vector<std::string> args, Environment environment = {}) {
   return parse_command_line(args, environment);
 }
 
 RunOptions
-parse_run(std::vector<std::string> args, Environment environment = {})
-{
+parse_run(std::vector<std::string> args, Environment environment = {}) {
   auto command = parse(std::move(args), std::move(environment));
   REQUIRE(std::holds_alternative<RunOptions>(command));
   return std::get<RunOptions>(command);
@@ -26,8 +24,7 @@ parse_run(std::vector<std::string> args, Environment environment = {})
 
 // Returns the usage error's message; fails when there is none.
 std::string
-usage_error(std::vector<std::string> args)
-{
+usage_error(std::vector<std::string> args) {
   try {
     parse(args);
   } catch (const rlock::Error& e) {
@@ -40,8 +37,7 @@ usage_error(std::vector<std::string> args)
 
 } // namespace
 
-TEST_CASE("flags after COMMAND belong to the child")
-{
+TEST_CASE("flags after COMMAND belong to the child") {
   const auto options = parse_run({"-n", "n", "ls", "-l", "--ttl", "5"});
   CHECK(options.name == "n");
   CHECK(options.nonblock);
@@ -49,11 +45,19 @@ TEST_CASE("flags after COMMAND belong to the child")
   CHECK(options.timing.ttl == 30s);
 }
 
-TEST_CASE("options before NAME with their values")
-{
-  const auto options = parse_run({"-t", "10s", "--wait=2m", "-E", "3",
-                                  "--kill-signal", "int", "--kill-after", "1s",
-                                  "-v", "name", "cmd"});
+TEST_CASE("options before NAME with their values") {
+  const auto options = parse_run({"-t",
+                                  "10s",
+                                  "--wait=2m",
+                                  "-E",
+                                  "3",
+                                  "--kill-signal",
+                                  "int",
+                                  "--kill-after",
+                                  "1s",
+                                  "-v",
+                                  "name",
+                                  "cmd"});
   CHECK(options.timing.ttl == 10s);
   CHECK(options.wait == 2min);
   CHECK_FALSE(options.nonblock);
@@ -63,38 +67,33 @@ TEST_CASE("options before NAME with their values")
   CHECK(options.log_level == rlock::log::Level::verbose);
 }
 
-TEST_CASE("clustered short options and attached values")
-{
+TEST_CASE("clustered short options and attached values") {
   const auto options = parse_run({"-nvt5", "x", "true"});
   CHECK(options.nonblock);
   CHECK(options.timing.ttl == 5s);
   CHECK(options.log_level == rlock::log::Level::verbose);
 }
 
-TEST_CASE("-w 0 is -n and --timeout is -w")
-{
+TEST_CASE("-w 0 is -n and --timeout is -w") {
   CHECK(parse_run({"-w", "0", "x", "true"}).nonblock);
   CHECK(parse_run({"--timeout", "3s", "x", "true"}).wait == 3s);
 }
 
-TEST_CASE("-c runs a shell command, before or after NAME")
-{
+TEST_CASE("-c runs a shell command, before or after NAME") {
   const std::vector<std::string> expected{"/bin/sh", "-c", "echo a; exit 4"};
   CHECK(parse_run({"x", "-c", "echo a; exit 4"}).command == expected);
   CHECK(parse_run({"-c", "echo a; exit 4", "x"}).command == expected);
   CHECK(parse_run({"x", "--command=echo a; exit 4"}).command == expected);
 }
 
-TEST_CASE("a NAME that equals a subcommand works after --")
-{
+TEST_CASE("a NAME that equals a subcommand works after --") {
   const auto options = parse_run({"-n", "--", "status", "echo", "hi"});
   CHECK(options.name == "status");
   CHECK(options.command == std::vector<std::string>{"echo", "hi"});
   CHECK(std::holds_alternative<StatusOptions>(parse({"status"})));
 }
 
-TEST_CASE("status takes names, --json and server options on either side")
-{
+TEST_CASE("status takes names, --json and server options on either side") {
   auto command = parse({"--url", "redis://h:1", "status", "--json", "a", "b"});
   REQUIRE(std::holds_alternative<StatusOptions>(command));
   const auto& status = std::get<StatusOptions>(command);
@@ -105,15 +104,17 @@ TEST_CASE("status takes names, --json and server options on either side")
   CHECK(std::get<StatusOptions>(command).server.prefix == "p:");
 }
 
-TEST_CASE("the URL and prefix come from options, then the environment")
-{
-  Environment environment{"redis://from-rlock-url:1", "redis://from-redis-url:2", "env:"};
+TEST_CASE("the URL and prefix come from options, then the environment") {
+  Environment environment{
+      "redis://from-rlock-url:1", "redis://from-redis-url:2", "env:"};
   auto options = parse_run({"x", "true"}, environment);
   CHECK(options.server.endpoint.host == "from-rlock-url");
   CHECK(options.server.prefix == "env:");
   environment.rlock_url.reset();
-  CHECK(parse_run({"x", "true"}, environment).server.endpoint.host == "from-redis-url");
-  options = parse_run({"--url", "unix:///s.sock", "--prefix", "p:", "x", "true"}, environment);
+  CHECK(parse_run({"x", "true"}, environment).server.endpoint.host
+        == "from-redis-url");
+  options = parse_run(
+      {"--url", "unix:///s.sock", "--prefix", "p:", "x", "true"}, environment);
   CHECK(options.server.endpoint.socket_path == "/s.sock");
   CHECK(options.server.prefix == "p:");
   options = parse_run({"x", "true"});
@@ -121,8 +122,7 @@ TEST_CASE("the URL and prefix come from options, then the environment")
   CHECK(options.server.prefix == "rlock:");
 }
 
-TEST_CASE("--help and --version are answers, not errors")
-{
+TEST_CASE("--help and --version are answers, not errors") {
   auto command = parse({"--help"});
   REQUIRE(std::holds_alternative<InfoRequest>(command));
   CHECK_THAT(std::get<InfoRequest>(command).text, Catch::Contains("--ttl"));
@@ -132,29 +132,32 @@ TEST_CASE("--help and --version are answers, not errors")
   CHECK_THAT(std::get<InfoRequest>(command).text, Catch::StartsWith("rlock "));
 }
 
-TEST_CASE("usage errors name the option and quote the value")
-{
-  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases{
-    {{"-t", "abc", "x", "true"}, {"--ttl", "'abc'"}},
-    {{"-t", "0", "x", "true"}, {"--ttl", "'0'"}},
-    {{"-w", "-1", "x", "true"}, {"--wait", "'-1'"}},
-    {{"--kill-after", "1y", "x", "true"}, {"--kill-after", "'1y'"}},
-    {{"--connect-timeout", "0", "x", "true"}, {"--connect-timeout", "'0'"}},
-    {{"--io-timeout", "x", "x", "true"}, {"--io-timeout", "'x'"}},
-    {{"-E", "256", "x", "true"}, {"--conflict-exit-code", "'256'"}},
-    {{"-E", "-1", "x", "true"}, {"--conflict-exit-code", "'-1'"}},
-    {{"--kill-signal", "FOO", "x", "true"}, {"--kill-signal", "'FOO'"}},
-    {{"--url", "http://x", "x", "true"}, {"--url", "'http://x'"}},
-    {{"x\ny", "true"}, {"NAME", "'x\\ny'"}},
-    {{"", "true"}, {"NAME", "''"}},
-    {{"--bogus", "x", "true"}, {"'--bogus'"}},
-    {{}, {"missing NAME"}},
-    {{"x"}, {"missing COMMAND", "'x'"}},
-    {{"x", "-c", "true", "extra"}, {"--command", "'extra'"}},
-    {{"-t", "30s", "--kill-after", "25s", "x", "true"}, {"--kill-after 25s"}},
-    {{"-v", "-q", "x", "true"}, {"--verbose", "--quiet"}},
-    {{"status", "a\tb"}, {"NAME", "'a\\tb'"}},
-  };
+TEST_CASE("usage errors name the option and quote the value") {
+  const std::vector<
+      std::pair<std::vector<std::string>, std::vector<std::string>>>
+      cases{
+          {{"-t", "abc", "x", "true"}, {"--ttl", "'abc'"}},
+          {{"-t", "0", "x", "true"}, {"--ttl", "'0'"}},
+          {{"-w", "-1", "x", "true"}, {"--wait", "'-1'"}},
+          {{"--kill-after", "1y", "x", "true"}, {"--kill-after", "'1y'"}},
+          {{"--connect-timeout", "0", "x", "true"},
+           {"--connect-timeout", "'0'"}},
+          {{"--io-timeout", "x", "x", "true"}, {"--io-timeout", "'x'"}},
+          {{"-E", "256", "x", "true"}, {"--conflict-exit-code", "'256'"}},
+          {{"-E", "-1", "x", "true"}, {"--conflict-exit-code", "'-1'"}},
+          {{"--kill-signal", "FOO", "x", "true"}, {"--kill-signal", "'FOO'"}},
+          {{"--url", "http://x", "x", "true"}, {"--url", "'http://x'"}},
+          {{"x\ny", "true"}, {"NAME", "'x\\ny'"}},
+          {{"", "true"}, {"NAME", "''"}},
+          {{"--bogus", "x", "true"}, {"'--bogus'"}},
+          {{}, {"missing NAME"}},
+          {{"x"}, {"missing COMMAND", "'x'"}},
+          {{"x", "-c", "true", "extra"}, {"--command", "'extra'"}},
+          {{"-t", "30s", "--kill-after", "25s", "x", "true"},
+           {"--kill-after 25s"}},
+          {{"-v", "-q", "x", "true"}, {"--verbose", "--quiet"}},
+          {{"status", "a\tb"}, {"NAME", "'a\\tb'"}},
+      };
   for (const auto& [args, fragments] : cases) {
     const auto message = usage_error(args);
     INFO(message);

@@ -10,8 +10,7 @@ using namespace rlock;
 namespace {
 
 lock::StatusSnapshot
-sample()
-{
+sample() {
   lock::StatusSnapshot snapshot;
   snapshot.server_now_ms = 1'779'346'367'123 + 130'000;
   lock::LockState held;
@@ -34,8 +33,7 @@ sample()
 }
 
 std::vector<std::string>
-lines_of(const std::string& text)
-{
+lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream stream(text);
   for (std::string line; std::getline(stream, line);) {
@@ -46,17 +44,18 @@ lines_of(const std::string& text)
 
 } // namespace
 
-TEST_CASE("format_status_table aligns the columns")
-{
+TEST_CASE("format_status_table aligns the columns") {
   const auto lines = lines_of(cli::format_status_table(sample()));
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0] == "NAME    HOLDER            HELD FOR  TTL    FENCE  COMMAND");
-  CHECK(lines[1] == "deploy  ci@runner-3:4121  2m10s     28.1s  42     ./deploy.sh --prod");
+  CHECK(lines[0]
+        == "NAME    HOLDER            HELD FOR  TTL    FENCE  COMMAND");
+  CHECK(lines[1]
+        == "deploy  ci@runner-3:4121  2m10s     28.1s  42     ./deploy.sh "
+           "--prod");
   CHECK(lines[2] == "backup  -                 -         -      -      (free)");
 }
 
-TEST_CASE("format_status_table cuts the command to fit 80 columns")
-{
+TEST_CASE("format_status_table cuts the command to fit 80 columns") {
   auto snapshot = sample();
   snapshot.locks[0].command = std::string(200, 'c');
   snapshot.locks[0].ttl_ms = -1;
@@ -69,8 +68,7 @@ TEST_CASE("format_status_table cuts the command to fit 80 columns")
   CHECK_THAT(lines[1], Catch::Contains("none"));
 }
 
-TEST_CASE("format_status_json has every field, and nulls for a free lock")
-{
+TEST_CASE("format_status_json has every field, and nulls for a free lock") {
   const auto json = nlohmann::json::parse(cli::format_status_json(sample()));
   REQUIRE(json.is_array());
   REQUIRE(json.size() == 2);
@@ -81,19 +79,20 @@ TEST_CASE("format_status_json has every field, and nulls for a free lock")
   CHECK(held["ttl_ms"] == 28100);
   CHECK(held["token"] == "00112233445566778899aabbccddeeff");
   CHECK(held["fence"] == 42);
-  CHECK(held["owner"] == nlohmann::json{{"host", "runner-3"}, {"pid", 4121}, {"user", "ci"}});
+  CHECK(held["owner"]
+        == nlohmann::json{{"host", "runner-3"}, {"pid", 4121}, {"user", "ci"}});
   CHECK(held["command"] == "./deploy.sh --prod");
   CHECK(held["acquired_at"] == "2026-05-21T06:52:47.123Z");
   const auto& free = json[1];
   CHECK(free["held"] == false);
-  for (const char* field : {"ttl_ms", "token", "fence", "owner", "command", "acquired_at"}) {
+  for (const char* field :
+       {"ttl_ms", "token", "fence", "owner", "command", "acquired_at"}) {
     INFO(field);
     CHECK(free[field].is_null());
   }
 }
 
-TEST_CASE("format_status_json survives bytes that are not UTF-8")
-{
+TEST_CASE("format_status_json survives bytes that are not UTF-8") {
   auto snapshot = sample();
   snapshot.locks[0].command = "\xff\xfe";
   CHECK_NOTHROW(nlohmann::json::parse(cli::format_status_json(snapshot)));

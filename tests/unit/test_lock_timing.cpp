@@ -5,8 +5,7 @@
 using namespace std::chrono_literals;
 using namespace rlock::lock;
 
-TEST_CASE("make_timing derives the schedule from the TTL")
-{
+TEST_CASE("make_timing derives the schedule from the TTL") {
   const auto timing = make_timing(30s, std::nullopt);
   REQUIRE(timing);
   const auto& t = timing.value();
@@ -16,30 +15,33 @@ TEST_CASE("make_timing derives the schedule from the TTL")
   CHECK(t.retry_delay == 250ms);
 }
 
-TEST_CASE("the SIGKILL lands before the lease can expire on the server")
-{
-  for (rlock::Duration ttl : {rlock::Duration(100ms), rlock::Duration(1s), rlock::Duration(30s), rlock::Duration(5min), rlock::Duration(1h)}) {
+TEST_CASE("the SIGKILL lands before the lease can expire on the server") {
+  for (rlock::Duration ttl : {rlock::Duration(100ms),
+                              rlock::Duration(1s),
+                              rlock::Duration(30s),
+                              rlock::Duration(5min),
+                              rlock::Duration(1h)}) {
     INFO(ttl.count());
     const auto timing = make_timing(ttl, std::nullopt);
     REQUIRE(timing);
     const rlock::BootTime sent{1000s};
-    const auto sigkill = timing.value().kill_deadline(sent) + timing.value().kill_after;
+    const auto sigkill =
+        timing.value().kill_deadline(sent) + timing.value().kill_after;
     // At least 1% of the TTL plus a few milliseconds before expiry.
     CHECK(sent + ttl - sigkill >= ttl / 100 + 5ms);
     // And after the first renewal had its chance.
-    CHECK(timing.value().kill_deadline(sent) > sent + timing.value().renew_interval);
+    CHECK(timing.value().kill_deadline(sent)
+          > sent + timing.value().renew_interval);
   }
 }
 
-TEST_CASE("default_kill_after scales with the TTL, at most 10s")
-{
+TEST_CASE("default_kill_after scales with the TTL, at most 10s") {
   CHECK(default_kill_after(30s) == 5s);
   CHECK(default_kill_after(6s) == 1s);
   CHECK(default_kill_after(10min) == 10s);
 }
 
-TEST_CASE("make_timing refuses a kill-after that leaves no time to renew")
-{
+TEST_CASE("make_timing refuses a kill-after that leaves no time to renew") {
   const auto timing = make_timing(30s, 25s);
   REQUIRE_FALSE(timing);
   CHECK_THAT(timing.error(), Catch::Contains("--kill-after 25s"));
@@ -48,8 +50,7 @@ TEST_CASE("make_timing refuses a kill-after that leaves no time to renew")
   CHECK(make_timing(30s, 0s));
 }
 
-TEST_CASE("make_timing refuses a TTL too short to be safe")
-{
+TEST_CASE("make_timing refuses a TTL too short to be safe") {
   const auto timing = make_timing(5ms, std::nullopt);
   REQUIRE_FALSE(timing);
   CHECK_THAT(timing.error(), Catch::Contains("--ttl"));

@@ -7,8 +7,7 @@
 using rlock::proc::parse_signal;
 using rlock::proc::signal_name;
 
-TEST_CASE("parse_signal accepts names in any case, with or without SIG")
-{
+TEST_CASE("parse_signal accepts names in any case, with or without SIG") {
   for (const char* text : {"TERM", "SIGTERM", "term", "sigterm", "15"}) {
     INFO(text);
     const auto result = parse_signal(text);
@@ -21,9 +20,9 @@ TEST_CASE("parse_signal accepts names in any case, with or without SIG")
   CHECK(parse_signal("RTMAX").value() == SIGRTMAX);
 }
 
-TEST_CASE("parse_signal rejects unknown names and numbers out of range")
-{
-  for (const char* text : {"FOO", "", "0", "-1", "65", "SIG", "TERM2", "RTMIN+99", "1.5"}) {
+TEST_CASE("parse_signal rejects unknown names and numbers out of range") {
+  for (const char* text :
+       {"FOO", "", "0", "-1", "65", "SIG", "TERM2", "RTMIN+99", "1.5"}) {
     INFO(text);
     const auto result = parse_signal(text);
     CHECK_FALSE(result);
@@ -31,8 +30,7 @@ TEST_CASE("parse_signal rejects unknown names and numbers out of range")
   }
 }
 
-TEST_CASE("signal_name round-trips")
-{
+TEST_CASE("signal_name round-trips") {
   CHECK(signal_name(SIGTERM) == "TERM");
   CHECK(signal_name(SIGHUP) == "HUP");
   CHECK(signal_name(SIGRTMIN + 3) == "RTMIN+3");

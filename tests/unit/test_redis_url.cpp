@@ -5,8 +5,7 @@
 using rlock::redis::parse_url;
 using rlock::redis::redact_url;
 
-TEST_CASE("parse_url reads TCP URLs")
-{
+TEST_CASE("parse_url reads TCP URLs") {
   auto endpoint = parse_url("redis://127.0.0.1:6390/2");
   REQUIRE(endpoint);
   CHECK(endpoint.value().host == "127.0.0.1");
@@ -21,8 +20,7 @@ TEST_CASE("parse_url reads TCP URLs")
   CHECK(endpoint.value().address() == "localhost:6379");
 }
 
-TEST_CASE("parse_url reads users, passwords and percent-encoding")
-{
+TEST_CASE("parse_url reads users, passwords and percent-encoding") {
   auto endpoint = parse_url("redis://ci:s%40cret%3A1@redis.example:6380/0");
   REQUIRE(endpoint);
   CHECK(endpoint.value().user == "ci");
@@ -40,8 +38,7 @@ TEST_CASE("parse_url reads users, passwords and percent-encoding")
   CHECK(endpoint.value().password == "secret");
 }
 
-TEST_CASE("parse_url reads IPv6 literals and unix sockets")
-{
+TEST_CASE("parse_url reads IPv6 literals and unix sockets") {
   auto endpoint = parse_url("redis://[::1]:6380");
   REQUIRE(endpoint);
   CHECK(endpoint.value().host == "::1");
@@ -55,23 +52,22 @@ TEST_CASE("parse_url reads IPv6 literals and unix sockets")
   CHECK(endpoint.value().db == 3);
 }
 
-TEST_CASE("parse_url rejects malformed URLs with the reason")
-{
+TEST_CASE("parse_url rejects malformed URLs with the reason") {
   const std::vector<std::pair<std::string, std::string>> bad{
-    {"http://x", "scheme"},
-    {"redis://", "missing host"},
-    {"redis://host:99999", "port"},
-    {"redis://host:0", "port"},
-    {"redis://host:", "empty port"},
-    {"redis://host:abc", "port"},
-    {"redis://h/abc", "database"},
-    {"redis://h/-1", "database"},
-    {"redis://[::1", "unclosed"},
-    {"redis://u:%zz@h", "percent"},
-    {"unix://relative.sock", "absolute"},
-    {"unix:///x.sock?foo=1", "db=N"},
-    {"rediss://h", "TLS"},
-    {"", "scheme"},
+      {"http://x", "scheme"},
+      {"redis://", "missing host"},
+      {"redis://host:99999", "port"},
+      {"redis://host:0", "port"},
+      {"redis://host:", "empty port"},
+      {"redis://host:abc", "port"},
+      {"redis://h/abc", "database"},
+      {"redis://h/-1", "database"},
+      {"redis://[::1", "unclosed"},
+      {"redis://u:%zz@h", "percent"},
+      {"unix://relative.sock", "absolute"},
+      {"unix:///x.sock?foo=1", "db=N"},
+      {"rediss://h", "TLS"},
+      {"", "scheme"},
   };
   for (const auto& [url, reason] : bad) {
     INFO(url);
@@ -81,8 +77,7 @@ TEST_CASE("parse_url rejects malformed URLs with the reason")
   }
 }
 
-TEST_CASE("a password never appears in a URL error")
-{
+TEST_CASE("a password never appears in a URL error") {
   const auto result = parse_url("redis://user:hunter2@h:99999");
   REQUIRE_FALSE(result);
   CHECK_THAT(result.error(), !Catch::Contains("hunter2"));

@@ -8,22 +8,21 @@ using rlock::format_duration;
 using rlock::format_seconds;
 using rlock::parse_duration;
 
-TEST_CASE("parse_duration accepts units, fractions and bare seconds")
-{
+TEST_CASE("parse_duration accepts units, fractions and bare seconds") {
   const std::vector<std::pair<std::string, Duration>> good{
-    {"500ms", 500ms},
-    {"30s", 30s},
-    {"5m", 5min},
-    {"1h", 1h},
-    {"1.5s", 1500ms},
-    {"0.5", 500ms},
-    {"10", 10s},
-    {"0", 0s},
-    {"0ms", 0ms},
-    {"2.25m", 135s},
-    {"0.001", 1ms},
-    {"1.0000000001s", 1s},
-    {"9223372036s", 9223372036s},
+      {"500ms", 500ms},
+      {"30s", 30s},
+      {"5m", 5min},
+      {"1h", 1h},
+      {"1.5s", 1500ms},
+      {"0.5", 500ms},
+      {"10", 10s},
+      {"0", 0s},
+      {"0ms", 0ms},
+      {"2.25m", 135s},
+      {"0.001", 1ms},
+      {"1.0000000001s", 1s},
+      {"9223372036s", 9223372036s},
   };
   for (const auto& [text, expected] : good) {
     INFO(text);
@@ -33,13 +32,15 @@ TEST_CASE("parse_duration accepts units, fractions and bare seconds")
   }
 }
 
-TEST_CASE("parse_duration rejects malformed and out-of-range values")
-{
+TEST_CASE("parse_duration rejects malformed and out-of-range values") {
   const std::vector<std::string> bad{
-    "",     "-1",   "-1s",  "+1s", " 1s", "1s ", "1 s", "abc", "5x",
-    "1y",   "1d",   "nan",  "NaN", "inf", "1e3", "1E3", "0x10", ".5",
-    "1.",   "1..5", "1.5.s", "s",  "ms",  "1sm", "1S",  "9223372037s",
-    "99999999999h", "18446744073709551616",
+      "",      "-1",          "-1s",          "+1s",
+      " 1s",   "1s ",         "1 s",          "abc",
+      "5x",    "1y",          "1d",           "nan",
+      "NaN",   "inf",         "1e3",          "1E3",
+      "0x10",  ".5",          "1.",           "1..5",
+      "1.5.s", "s",           "ms",           "1sm",
+      "1S",    "9223372037s", "99999999999h", "18446744073709551616",
   };
   for (const auto& text : bad) {
     INFO(text);
@@ -49,14 +50,13 @@ TEST_CASE("parse_duration rejects malformed and out-of-range values")
   }
 }
 
-TEST_CASE("parse_duration explains negative and too large values")
-{
+TEST_CASE("parse_duration explains negative and too large values") {
   CHECK_THAT(parse_duration("-5s").error(), Catch::Contains("negative"));
-  CHECK_THAT(parse_duration("99999999999h").error(), Catch::Contains("too large"));
+  CHECK_THAT(parse_duration("99999999999h").error(),
+             Catch::Contains("too large"));
 }
 
-TEST_CASE("format_duration picks a readable unit")
-{
+TEST_CASE("format_duration picks a readable unit") {
   CHECK(format_duration(350ms) == "350ms");
   CHECK(format_duration(28150ms) == "28.1s");
   CHECK(format_duration(130s) == "2m10s");
@@ -64,8 +64,7 @@ TEST_CASE("format_duration picks a readable unit")
   CHECK(format_duration(0ms) == "0ms");
 }
 
-TEST_CASE("format_seconds drops trailing zeros")
-{
+TEST_CASE("format_seconds drops trailing zeros") {
   CHECK(format_seconds(19700ms) == "19.7s");
   CHECK(format_seconds(30s) == "30s");
   CHECK(format_seconds(5ms) == "0.005s");

@@ -7,8 +7,7 @@ using rlock::quote;
 using rlock::shell_join;
 using rlock::truncate_columns;
 
-TEST_CASE("quote keeps a message on one line")
-{
+TEST_CASE("quote keeps a message on one line") {
   CHECK(quote("abc") == "'abc'");
   CHECK(quote("a\nb") == "'a\\nb'");
   CHECK(quote("a\tb") == "'a\\tb'");
@@ -16,16 +15,14 @@ TEST_CASE("quote keeps a message on one line")
   CHECK(quote("") == "''");
 }
 
-TEST_CASE("shell_join quotes only where needed")
-{
+TEST_CASE("shell_join quotes only where needed") {
   CHECK(shell_join({"ls", "-l", "/tmp"}) == "ls -l /tmp");
   CHECK(shell_join({"sh", "-c", "echo a; exit 4"}) == "sh -c 'echo a; exit 4'");
   CHECK(shell_join({"echo", "it's"}) == "echo 'it'\\''s'");
   CHECK(shell_join({"printf", ""}) == "printf ''");
 }
 
-TEST_CASE("truncate_columns counts UTF-8 code points")
-{
+TEST_CASE("truncate_columns counts UTF-8 code points") {
   CHECK(truncate_columns("short", 10) == "short");
   CHECK(truncate_columns("abcdefghijkl", 8) == "abcde...");
   CHECK(column_width("héllo") == 5);

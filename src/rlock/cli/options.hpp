@@ -13,16 +13,14 @@
 namespace rlock::cli {
 
 // Where the locks live: server, login and key prefix.
-struct ServerOptions
-{
+struct ServerOptions {
   redis::Endpoint endpoint;
   redis::ConnectOptions connect;
   std::string prefix = "rlock:";
 };
 
 // rlock [OPTIONS] NAME COMMAND [ARG...]
-struct RunOptions
-{
+struct RunOptions {
   ServerOptions server;
   std::string name;
   std::vector<std::string> command; // argv; ["/bin/sh", "-c", STR] for -c
@@ -35,24 +33,21 @@ struct RunOptions
 };
 
 // rlock status [--json] [NAME...]
-struct StatusOptions
-{
+struct StatusOptions {
   ServerOptions server;
   std::vector<std::string> names;
   bool json = false;
 };
 
 // --help or --version: text for stdout, exit 0.
-struct InfoRequest
-{
+struct InfoRequest {
   std::string text;
 };
 
 using ParsedCommand = std::variant<RunOptions, StatusOptions, InfoRequest>;
 
 // The environment variables that supply defaults.
-struct Environment
-{
+struct Environment {
   std::optional<std::string> rlock_url;    // $RLOCK_URL
   std::optional<std::string> redis_url;    // $REDIS_URL
   std::optional<std::string> rlock_prefix; // $RLOCK_PREFIX

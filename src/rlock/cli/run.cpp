@@ -26,8 +26,7 @@ namespace {
 using lock::LockKeys;
 
 // Everything one run needs once the lock is held.
-struct Held
-{
+struct Held {
   const RunOptions& options;
   LockKeys keys;
   std::string token;
@@ -35,15 +34,13 @@ struct Held
   std::optional<redis::Connection>& connection;
 };
 
-struct Supervision
-{
+struct Supervision {
   int exit_code = 0;
   std::optional<std::string> loss;
 };
 
 std::string
-host_name()
-{
+host_name() {
   std::array<char, HOST_NAME_MAX + 1> name{};
   if (gethostname(name.data(), name.size() - 1) != 0) {
     return "?";
@@ -52,8 +49,7 @@ host_name()
 }
 
 std::string
-user_name()
-{
+user_name() {
   std::array<char, 4096> buffer{};
   passwd entry{};
   passwd* found = nullptr;
@@ -66,8 +62,7 @@ user_name()
 
 // Returns the first pending signal other than SIGCHLD, or 0.
 int
-take_terminating(const proc::SignalBlock& signals)
-{
+take_terminating(const proc::SignalBlock& signals) {
   while (const int signal = signals.take()) {
     if (signal != SIGCHLD) {
       return signal;
@@ -78,8 +73,7 @@ take_terminating(const proc::SignalBlock& signals)
 
 // Sleeps up to `duration`; returns a terminating signal that cut it short.
 int
-sleep_or_signal(const proc::SignalBlock& signals, Duration duration)
-{
+sleep_or_signal(const proc::SignalBlock& signals, Duration duration) {
   const BootTime end = boot_now() + duration;
   while (true) {
     const auto left = end - boot_now();
@@ -87,7 +81,8 @@ sleep_or_signal(const proc::SignalBlock& signals, Duration duration)
       return 0;
     }
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-    const int signal = signals.wait(static_cast<int>(std::min<long long>(ms, INT_MAX)));
+    const int signal =
+        signals.wait(static_cast<int>(std::min<long long>(ms, INT_MAX)));
     if (signal != 0 && signal != SIGCHLD) {
       return signal;
     }
@@ -97,13 +92,12 @@ sleep_or_signal(const proc::SignalBlock& signals, Duration duration)
 // Releases the lock, reconnecting once when the connection has gone stale.
 // Returns false when the lock was no longer ours.
 bool
-release(const Held& held)
-{
+release(const Held& held) {
   for (int attempt = 0;; ++attempt) {
     try {
       if (!held.connection) {
         held.connection.emplace(redis::Connection::open(
-          held.options.server.endpoint, held.options.server.connect));
+            held.options.server.endpoint, held.options.server.connect));
       }
       return lock::release(*held.connection, held.keys, held.token);
     } catch (const Error&) {
@@ -117,8 +111,7 @@ release(const Held& held)
 
 // Releases after a normal run; the lease's expiry cleans up when this fails.
 void
-release_after_run(const Held& held)
-{
+release_after_run(const Held& held) {
   const auto held_for = boot_now() - held.acquired.sent;
   try {
     if (release(held)) {
@@ -136,8 +129,7 @@ release_after_run(const Held& held)
 }
 
 proc::ChildSpec
-child_spec(const Held& held, const proc::SignalBlock& signals)
-{
+child_spec(const Held& held, const proc::SignalBlock& signals) {
   proc::ChildSpec spec;
   spec.argv = held.options.command;
   spec.environment = {"RLOCK_NAME=" + held.keys.name,
@@ -149,8 +141,7 @@ child_spec(const Held& held, const proc::SignalBlock& signals)
 }
 
 void
-arm_timer(int timer_fd, std::optional<BootTime> when)
-{
+arm_timer(int timer_fd, std::optional<BootTime> when) {
   itimerspec spec{};
   if (when) {
     // An absolute zero would disarm the timer: fire at least at 1ns.
@@ -165,15 +156,15 @@ arm_timer(int timer_fd, std::optional<BootTime> when)
 void
 wait_for_event(const proc::SignalBlock& signals,
                const lock::Renewer& renewer,
-               int timer_fd)
-{
+               int timer_fd) {
   std::array<pollfd, 3> fds{{{signals.fd(), POLLIN, 0},
                              {renewer.wakeup_fd(), POLLIN, 0},
                              {timer_fd, POLLIN, 0}}};
   ::poll(fds.data(), fds.size(), -1);
   renewer.drain_wakeups();
   std::uint64_t expirations = 0;
-  [[maybe_unused]] const auto n = ::read(timer_fd, &expirations, sizeof(expirations));
+  [[maybe_unused]] const auto n =
+      ::read(timer_fd, &expirations, sizeof(expirations));
 }
 
 // Runs until the child exits: forwards signals, and stops the child's group
@@ -183,8 +174,7 @@ Supervision
 supervise(proc::Child& child,
           const lock::Renewer& renewer,
           const proc::SignalBlock& signals,
-          const Held& held)
-{
+          const Held& held) {
   const auto& options = held.options;
   UniqueFd timer(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
   if (timer.get() < 0) {
@@ -228,8 +218,7 @@ supervise(proc::Child& child,
 }
 
 int
-run_held(const Held& held, const proc::SignalBlock& signals)
-{
+run_held(const Held& held, const proc::SignalBlock& signals) {
   const auto& options = held.options;
   std::optional<proc::Child> child;
   try {
@@ -258,32 +247,33 @@ run_held(const Held& held, const proc::SignalBlock& signals)
 }
 
 lock::Holder
-holder_of(const RunOptions& options)
-{
-  return lock::Holder{host_name(), getpid(), user_name(), shell_join(options.command)};
+holder_of(const RunOptions& options) {
+  return lock::Holder{
+      host_name(), getpid(), user_name(), shell_join(options.command)};
 }
 
 } // namespace
 
 int
-run_lock(const RunOptions& options)
-{
+run_lock(const RunOptions& options) {
   log::set_level(options.log_level);
   const proc::SignalBlock signals(
-    {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD},
-    {SIGPIPE, SIGTTOU, SIGTTIN});
+      {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD},
+      {SIGPIPE, SIGTTOU, SIGTTIN});
   std::optional<redis::Connection> connection(
-    redis::Connection::open(options.server.endpoint, options.server.connect));
+      redis::Connection::open(options.server.endpoint, options.server.connect));
   const auto keys = lock::keys_for(options.server.prefix, options.name);
   const auto token = random_token();
-  const auto outcome = lock::wait_for_lock(
-    *connection,
-    keys,
-    token,
-    options.timing.ttl,
-    holder_of(options),
-    lock::WaitOptions{options.nonblock, options.wait},
-    [&signals](Duration duration) { return sleep_or_signal(signals, duration); });
+  const auto outcome =
+      lock::wait_for_lock(*connection,
+                          keys,
+                          token,
+                          options.timing.ttl,
+                          holder_of(options),
+                          lock::WaitOptions{options.nonblock, options.wait},
+                          [&signals](Duration duration) {
+                            return sleep_or_signal(signals, duration);
+                          });
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     return exit_code::k_signal_base + outcome.signal;

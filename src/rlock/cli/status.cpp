@@ -11,14 +11,13 @@
 namespace rlock::cli {
 
 int
-run_status(const StatusOptions& options)
-{
+run_status(const StatusOptions& options) {
   auto connection =
-    redis::Connection::open(options.server.endpoint, options.server.connect);
+      redis::Connection::open(options.server.endpoint, options.server.connect);
   const auto snapshot =
-    options.names.empty()
-      ? lock::list_locks(connection, options.server.prefix)
-      : lock::read_locks(connection, options.server.prefix, options.names);
+      options.names.empty()
+          ? lock::list_locks(connection, options.server.prefix)
+          : lock::read_locks(connection, options.server.prefix, options.names);
   if (options.names.empty() && snapshot.locks.empty() && !options.json) {
     log::error("no locks held under prefix " + quote(options.server.prefix));
     return exit_code::k_success;
@@ -26,9 +25,10 @@ run_status(const StatusOptions& options)
   const std::string text = options.json ? format_status_json(snapshot)
                                         : format_status_table(snapshot);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  const bool any_free = std::any_of(snapshot.locks.begin(),
-                                    snapshot.locks.end(),
-                                    [](const auto& state) { return !state.held; });
+  const bool any_free =
+      std::any_of(snapshot.locks.begin(),
+                  snapshot.locks.end(),
+                  [](const auto& state) { return !state.held; });
   return any_free ? exit_code::k_failure : exit_code::k_success;
 }
 

@@ -19,23 +19,23 @@ constexpr std::size_t k_name_max = 24;
 constexpr std::size_t k_holder_max = 28;
 
 std::string
-ttl_text(const lock::LockState& state)
-{
-  return state.ttl_ms < 0 ? "none"
-                          : format_duration(std::chrono::milliseconds(state.ttl_ms));
+ttl_text(const lock::LockState& state) {
+  return state.ttl_ms < 0
+             ? "none"
+             : format_duration(std::chrono::milliseconds(state.ttl_ms));
 }
 
 Row
-row_of(const lock::LockState& state, std::int64_t now_ms)
-{
+row_of(const lock::LockState& state, std::int64_t now_ms) {
   if (!state.held) {
-    return {truncate_columns(state.name, k_name_max), "-", "-", "-", "-", "(free)"};
+    return {
+        truncate_columns(state.name, k_name_max), "-", "-", "-", "-", "(free)"};
   }
   const auto held_for = std::chrono::milliseconds(
-    std::max<std::int64_t>(now_ms - state.acquired_ms, 0));
+      std::max<std::int64_t>(now_ms - state.acquired_ms, 0));
   return {truncate_columns(state.name, k_name_max),
           truncate_columns(state.user + "@" + state.host + ":"
-                             + std::to_string(state.pid),
+                               + std::to_string(state.pid),
                            k_holder_max),
           format_duration(held_for),
           ttl_text(state),
@@ -44,8 +44,7 @@ row_of(const lock::LockState& state, std::int64_t now_ms)
 }
 
 std::string
-pad(const std::string& text, std::size_t width)
-{
+pad(const std::string& text, std::size_t width) {
   const auto used = column_width(text);
   return text + std::string(width > used ? width - used : 0, ' ');
 }
@@ -53,9 +52,9 @@ pad(const std::string& text, std::size_t width)
 } // namespace
 
 std::string
-format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width)
-{
-  std::vector<Row> rows{{"NAME", "HOLDER", "HELD FOR", "TTL", "FENCE", "COMMAND"}};
+format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
+  std::vector<Row> rows{
+      {"NAME", "HOLDER", "HELD FOR", "TTL", "FENCE", "COMMAND"}};
   for (const auto& state : snapshot.locks) {
     rows.push_back(row_of(state, snapshot.server_now_ms));
   }
@@ -86,17 +85,18 @@ format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width)
 }
 
 std::string
-format_status_json(const lock::StatusSnapshot& snapshot)
-{
+format_status_json(const lock::StatusSnapshot& snapshot) {
   auto locks = nlohmann::ordered_json::array();
   for (const auto& state : snapshot.locks) {
-    nlohmann::ordered_json entry{{"name", state.name}, {"key", state.key}, {"held", state.held}};
+    nlohmann::ordered_json entry{
+        {"name", state.name}, {"key", state.key}, {"held", state.held}};
     if (state.held) {
       entry["ttl_ms"] = state.ttl_ms < 0 ? nlohmann::ordered_json(nullptr)
                                          : nlohmann::ordered_json(state.ttl_ms);
       entry["token"] = state.token;
       entry["fence"] = state.fence;
-      entry["owner"] = {{"host", state.host}, {"pid", state.pid}, {"user", state.user}};
+      entry["owner"] = {
+          {"host", state.host}, {"pid", state.pid}, {"user", state.user}};
       entry["command"] = state.command;
       entry["acquired_at"] = format_iso8601_utc(state.acquired_ms);
     } else {
@@ -108,7 +108,9 @@ format_status_json(const lock::StatusSnapshot& snapshot)
     locks.push_back(std::move(entry));
   }
   // Replace invalid UTF-8 rather than throw: names and commands are bytes.
-  return locks.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return locks.dump(
+             2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+         + "\n";
 }
 
 } // namespace rlock::cli

@@ -6,16 +6,11 @@
 namespace rlock::lock {
 
 Backoff::Backoff(Duration base, Duration cap, Duration floor)
-  : m_base(base),
-    m_cap(cap),
-    m_floor(floor),
-    m_ceiling(base)
-{
+    : m_cap(cap), m_floor(floor), m_ceiling(base) {
 }
 
 Duration
-Backoff::next()
-{
+Backoff::next() {
   const auto span = std::max<Duration>(m_ceiling - m_floor, Duration::zero());
   const auto delay = m_floor + Duration(random_below_or_equal(span.count()));
   m_ceiling = std::min(m_ceiling * 2, m_cap);

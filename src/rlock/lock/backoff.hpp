@@ -7,8 +7,7 @@ namespace rlock::lock {
 // Exponential backoff with full jitter: the n-th delay is drawn uniformly from
 // [floor, min(cap, base * 2^n)], so waiters spread out instead of retrying in
 // step.
-class Backoff
-{
+class Backoff {
 public:
   Backoff(Duration base, Duration cap, Duration floor);
 
@@ -16,7 +15,6 @@ public:
   Duration next();
 
 private:
-  Duration m_base;
   Duration m_cap;
   Duration m_floor;
   Duration m_ceiling;

@@ -7,8 +7,7 @@ namespace {
 
 // Backslash-escapes the characters that SCAN MATCH treats as glob syntax.
 std::string
-escape_glob(std::string_view text)
-{
+escape_glob(std::string_view text) {
   std::string result;
   for (char c : text) {
     if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
@@ -22,43 +21,39 @@ escape_glob(std::string_view text)
 } // namespace
 
 LockKeys
-keys_for(std::string_view prefix, std::string_view name)
-{
+keys_for(std::string_view prefix, std::string_view name) {
   const std::string lock = std::string(prefix) + "{" + std::string(name) + "}";
   return LockKeys{std::string(name), lock, lock + ":fence"};
 }
 
 std::string
-name_of_lock_key(std::string_view prefix, std::string_view key)
-{
+name_of_lock_key(std::string_view prefix, std::string_view key) {
   const bool is_lock = key.size() >= prefix.size() + 2
-                       && key.starts_with(prefix)
-                       && key[prefix.size()] == '{' && key.ends_with('}');
+                       && key.starts_with(prefix) && key[prefix.size()] == '{'
+                       && key.ends_with('}');
   if (!is_lock) {
     return {};
   }
-  return std::string(key.substr(prefix.size() + 1, key.size() - prefix.size() - 2));
+  return std::string(
+      key.substr(prefix.size() + 1, key.size() - prefix.size() - 2));
 }
 
 std::string
-lock_key_pattern(std::string_view prefix)
-{
+lock_key_pattern(std::string_view prefix) {
   return escape_glob(prefix) + "{*}";
 }
 
 Expected<std::string>
-validate_name(std::string_view name)
-{
+validate_name(std::string_view name) {
   using Result = Expected<std::string>;
   if (name.empty()) {
     return Result::failure("invalid lock name '': must not be empty");
   }
   if (name.size() > k_max_name_bytes) {
-    return Result::failure("invalid lock name "
-                           + quote(std::string(name.substr(0, 32)) + "...")
-                           + ": " + std::to_string(name.size())
-                           + " bytes long, at most "
-                           + std::to_string(k_max_name_bytes) + " allowed");
+    return Result::failure(
+        "invalid lock name " + quote(std::string(name.substr(0, 32)) + "...")
+        + ": " + std::to_string(name.size()) + " bytes long, at most "
+        + std::to_string(k_max_name_bytes) + " allowed");
   }
   for (unsigned char c : name) {
     if (c < 0x20 || c == 0x7F) {

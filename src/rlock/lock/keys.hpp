@@ -11,10 +11,10 @@ inline constexpr std::size_t k_max_name_bytes = 1024;
 
 // The Redis keys of one lock. All share the hash tag "{NAME}", so they stay in
 // one slot when the layout moves to Redis Cluster.
-struct LockKeys
-{
+struct LockKeys {
   std::string name;
-  std::string lock;  // <prefix>{NAME}: hash of the holder, expires with the lease
+  std::string
+      lock; // <prefix>{NAME}: hash of the holder, expires with the lease
   std::string fence; // <prefix>{NAME}:fence: counter that never expires
 };
 

@@ -9,8 +9,7 @@ namespace rlock::lock {
 namespace {
 
 std::string
-milliseconds_of(Duration duration)
-{
+milliseconds_of(Duration duration) {
   // Rounded up: a server-side lease longer than planned is safe, a shorter one
   // is not.
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(duration);
@@ -22,11 +21,10 @@ bool
 run_owned(redis::Connection& connection,
           const redis::Script& script,
           const LockKeys& keys,
-          const std::vector<std::string>& args)
-{
+          const std::vector<std::string>& args) {
   const std::string what = script.name == "renew"
-                             ? "cannot renew lock " + quote(keys.name)
-                             : "cannot release lock " + quote(keys.name);
+                               ? "cannot renew lock " + quote(keys.name)
+                               : "cannot release lock " + quote(keys.name);
   const auto reply = redis::run_script(connection, script, {keys.lock}, args);
   redis::throw_if_error(reply, what);
   return redis::integer_of(reply.get(), what) == 1;
@@ -39,8 +37,7 @@ try_acquire(redis::Connection& connection,
             const LockKeys& keys,
             const std::string& token,
             Duration ttl,
-            const Holder& holder)
-{
+            const Holder& holder) {
   const std::string what = "cannot acquire lock " + quote(keys.name);
   AcquireAttempt attempt;
   attempt.sent = boot_now();
@@ -74,17 +71,15 @@ bool
 renew(redis::Connection& connection,
       const LockKeys& keys,
       const std::string& token,
-      Duration ttl)
-{
+      Duration ttl) {
   return run_owned(
-    connection, redis::k_renew_script, keys, {token, milliseconds_of(ttl)});
+      connection, redis::k_renew_script, keys, {token, milliseconds_of(ttl)});
 }
 
 bool
 release(redis::Connection& connection,
         const LockKeys& keys,
-        const std::string& token)
-{
+        const std::string& token) {
   return run_owned(connection, redis::k_release_script, keys, {token});
 }
 

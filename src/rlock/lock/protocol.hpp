@@ -10,8 +10,7 @@
 namespace rlock::lock {
 
 // Who holds a lock, as `status` shows it.
-struct Holder
-{
+struct Holder {
   std::string host;
   long pid = 0;
   std::string user;
@@ -19,14 +18,14 @@ struct Holder
 };
 
 // The answer to one acquire attempt.
-struct AcquireAttempt
-{
+struct AcquireAttempt {
   bool acquired = false;
-  std::int64_t fence = 0;   // when acquired
-  BootTime sent{};          // when the request was sent: the lease counts from here
-  std::int64_t pttl_ms = 0; // when held by someone else: its time left, -1 if none
-  std::string holder;       // when held: "user@host:pid"
-  std::string command;      // when held: the holder's command line
+  std::int64_t fence = 0; // when acquired
+  BootTime sent{}; // when the request was sent: the lease counts from here
+  std::int64_t pttl_ms =
+      0;               // when held by someone else: its time left, -1 if none
+  std::string holder;  // when held: "user@host:pid"
+  std::string command; // when held: the holder's command line
 };
 
 // Tries once to take the lock with `token` for `ttl`. Throws Error

@@ -15,8 +15,7 @@ namespace rlock::lock {
 namespace {
 
 UniqueFd
-make_eventfd()
-{
+make_eventfd() {
   const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (fd < 0) {
     throw_errno("eventfd");
@@ -25,8 +24,7 @@ make_eventfd()
 }
 
 void
-signal_eventfd(int fd)
-{
+signal_eventfd(int fd) {
   const std::uint64_t one = 1;
   [[maybe_unused]] const auto written = ::write(fd, &one, sizeof(one));
 }
@@ -39,32 +37,23 @@ Renewer::Renewer(redis::Endpoint endpoint,
                  std::string token,
                  LeaseTiming timing,
                  BootTime sent)
-  : m_endpoint(std::move(endpoint)),
-    m_options(options),
-    m_keys(std::move(keys)),
-    m_token(std::move(token)),
-    m_timing(timing),
-    m_last_sent_ns(sent.count()),
-    m_wakeup(make_eventfd()),
-    m_stop(make_eventfd()),
-    m_thread([this] { run(); })
-{
+    : m_endpoint(std::move(endpoint)), m_options(options),
+      m_keys(std::move(keys)), m_token(std::move(token)), m_timing(timing),
+      m_last_sent_ns(sent.count()), m_wakeup(make_eventfd()),
+      m_stop(make_eventfd()), m_thread([this] { run(); }) {
 }
 
-Renewer::~Renewer()
-{
+Renewer::~Renewer() {
   stop();
 }
 
 BootTime
-Renewer::kill_deadline() const
-{
+Renewer::kill_deadline() const {
   return m_timing.kill_deadline(BootTime(m_last_sent_ns.load()));
 }
 
 std::optional<std::string>
-Renewer::loss() const
-{
+Renewer::loss() const {
   if (!m_lost) {
     return std::nullopt;
   }
@@ -73,21 +62,18 @@ Renewer::loss() const
 }
 
 int
-Renewer::wakeup_fd() const
-{
+Renewer::wakeup_fd() const {
   return m_wakeup.get();
 }
 
 void
-Renewer::drain_wakeups() const
-{
+Renewer::drain_wakeups() const {
   std::uint64_t count = 0;
   [[maybe_unused]] const auto n = ::read(m_wakeup.get(), &count, sizeof(count));
 }
 
 void
-Renewer::stop()
-{
+Renewer::stop() {
   if (m_thread.joinable()) {
     signal_eventfd(m_stop.get());
     m_thread.join();
@@ -95,8 +81,7 @@ Renewer::stop()
 }
 
 void
-Renewer::run()
-{
+Renewer::run() {
   // Nothing may escape a thread: any failure is a lost lease.
   try {
     renew_until_lost();
@@ -108,8 +93,7 @@ Renewer::run()
 }
 
 void
-Renewer::renew_until_lost()
-{
+Renewer::renew_until_lost() {
   BootTime next = BootTime(m_last_sent_ns.load()) + m_timing.renew_interval;
   while (sleep_until(next)) {
     const BootTime deadline = kill_deadline();
@@ -130,8 +114,7 @@ Renewer::renew_until_lost()
 // Returns true when renewed; false after a failure (m_lost set when the lock
 // is gone, else worth retrying).
 bool
-Renewer::renew_once(BootTime deadline)
-{
+Renewer::renew_once(BootTime deadline) {
   const BootTime sent = boot_now();
   try {
     const Duration budget = deadline - sent;
@@ -141,7 +124,7 @@ Renewer::renew_once(BootTime deadline)
       m_connection.emplace(redis::Connection::open(m_endpoint, bounded));
     }
     m_connection->set_io_timeout(
-      std::min(m_options.io_timeout, deadline - boot_now()));
+        std::min(m_options.io_timeout, deadline - boot_now()));
     if (!renew(*m_connection, m_keys, m_token, m_timing.ttl)) {
       mark_lost("it was deleted or taken over");
       return false;
@@ -163,8 +146,7 @@ Renewer::renew_once(BootTime deadline)
 }
 
 bool
-Renewer::sleep_until(BootTime when) const
-{
+Renewer::sleep_until(BootTime when) const {
   while (true) {
     const auto left = when - boot_now();
     if (left <= Duration::zero()) {
@@ -180,8 +162,7 @@ Renewer::sleep_until(BootTime when) const
 }
 
 void
-Renewer::mark_lost(const std::string& reason)
-{
+Renewer::mark_lost(const std::string& reason) {
   {
     std::lock_guard lock(m_loss_mutex);
     m_loss_reason = reason;
@@ -191,8 +172,7 @@ Renewer::mark_lost(const std::string& reason)
 }
 
 void
-Renewer::notify() const
-{
+Renewer::notify() const {
   signal_eventfd(m_wakeup.get());
 }
 

@@ -17,8 +17,7 @@ namespace rlock::lock {
 // own: renews every ttl/3, retries a failed renewal promptly with each attempt
 // bounded by the validity left, and reconnects when needed. The owner watches
 // kill_deadline() and loss(), woken through wakeup_fd().
-class Renewer
-{
+class Renewer {
 public:
   // Starts renewing the lease `token` holds since the request sent at `sent`.
   Renewer(redis::Endpoint endpoint,

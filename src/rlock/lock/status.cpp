@@ -13,16 +13,16 @@ namespace {
 constexpr std::size_t k_batch = 500;
 
 std::int64_t
-to_int(const std::string& text)
-{
+to_int(const std::string& text) {
   std::int64_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
   return value;
 }
 
 void
-fill_field(LockState& state, const std::string& field, const std::string& value)
-{
+fill_field(LockState& state,
+           const std::string& field,
+           const std::string& value) {
   if (field == "token") {
     state.token = value;
   } else if (field == "fence") {
@@ -43,13 +43,15 @@ fill_field(LockState& state, const std::string& field, const std::string& value)
 }
 
 void
-read_hash(LockState& state, const redis::Reply& hash, const redis::Reply& pttl)
-{
+read_hash(LockState& state,
+          const redis::Reply& hash,
+          const redis::Reply& pttl) {
   const std::string what = "cannot read lock " + state.key;
   redis::throw_if_error(hash, what);
   redis::throw_if_error(pttl, what);
   const auto ttl = redis::integer_of(pttl.get(), what);
-  state.held = ttl != -2 && hash->type == REDIS_REPLY_ARRAY && hash->elements > 0;
+  state.held =
+      ttl != -2 && hash->type == REDIS_REPLY_ARRAY && hash->elements > 0;
   if (!state.held) {
     return;
   }
@@ -62,8 +64,7 @@ read_hash(LockState& state, const redis::Reply& hash, const redis::Reply& pttl)
 }
 
 std::int64_t
-server_time_ms(redis::Connection& connection)
-{
+server_time_ms(redis::Connection& connection) {
   const auto reply = connection.command({"TIME"});
   redis::throw_if_error(reply, "cannot read the server time");
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
@@ -75,8 +76,7 @@ server_time_ms(redis::Connection& connection)
 
 // Reads `states` (names and keys set) in pipelined batches.
 void
-read_states(redis::Connection& connection, std::vector<LockState>& states)
-{
+read_states(redis::Connection& connection, std::vector<LockState>& states) {
   for (std::size_t start = 0; start < states.size(); start += k_batch) {
     const auto end = std::min(states.size(), start + k_batch);
     for (auto i = start; i < end; ++i) {
@@ -92,13 +92,12 @@ read_states(redis::Connection& connection, std::vector<LockState>& states)
 }
 
 std::vector<std::string>
-scan_lock_names(redis::Connection& connection, std::string_view prefix)
-{
+scan_lock_names(redis::Connection& connection, std::string_view prefix) {
   std::vector<std::string> names;
   std::string cursor = "0";
   do {
     const auto reply = connection.command(
-      {"SCAN", cursor, "MATCH", lock_key_pattern(prefix), "COUNT", "1000"});
+        {"SCAN", cursor, "MATCH", lock_key_pattern(prefix), "COUNT", "1000"});
     redis::throw_if_error(reply, "cannot list locks");
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
       throw Error(exit_code::k_unavailable, "unexpected reply to SCAN");
@@ -106,7 +105,8 @@ scan_lock_names(redis::Connection& connection, std::string_view prefix)
     cursor = redis::string_of(reply->element[0], "SCAN");
     const auto* keys = reply->element[1];
     for (std::size_t i = 0; i < keys->elements; ++i) {
-      auto name = name_of_lock_key(prefix, redis::string_of(keys->element[i], "SCAN"));
+      auto name =
+          name_of_lock_key(prefix, redis::string_of(keys->element[i], "SCAN"));
       if (!name.empty()) {
         names.push_back(std::move(name));
       }
@@ -122,8 +122,7 @@ scan_lock_names(redis::Connection& connection, std::string_view prefix)
 StatusSnapshot
 read_locks(redis::Connection& connection,
            std::string_view prefix,
-           const std::vector<std::string>& names)
-{
+           const std::vector<std::string>& names) {
   StatusSnapshot snapshot;
   snapshot.server_now_ms = server_time_ms(connection);
   for (const auto& name : names) {
@@ -137,11 +136,12 @@ read_locks(redis::Connection& connection,
 }
 
 StatusSnapshot
-list_locks(redis::Connection& connection, std::string_view prefix)
-{
-  auto snapshot = read_locks(connection, prefix, scan_lock_names(connection, prefix));
+list_locks(redis::Connection& connection, std::string_view prefix) {
+  auto snapshot =
+      read_locks(connection, prefix, scan_lock_names(connection, prefix));
   // A lock may have been released between SCAN and the read.
-  std::erase_if(snapshot.locks, [](const LockState& state) { return !state.held; });
+  std::erase_if(snapshot.locks,
+                [](const LockState& state) { return !state.held; });
   return snapshot;
 }
 

@@ -10,8 +10,7 @@
 namespace rlock::lock {
 
 // What Redis says about one lock at one moment.
-struct LockState
-{
+struct LockState {
   std::string name;
   std::string key;
   bool held = false;
@@ -27,8 +26,7 @@ struct LockState
   std::int64_t renewals = 0;
 };
 
-struct StatusSnapshot
-{
+struct StatusSnapshot {
   std::int64_t server_now_ms = 0; // to tell how long each lock has been held
   std::vector<LockState> locks;
 };
@@ -40,6 +38,7 @@ StatusSnapshot read_locks(redis::Connection& connection,
 
 // Reads every lock held under `prefix` (found with SCAN), sorted by name.
 // Throws Error (unavailable).
-StatusSnapshot list_locks(redis::Connection& connection, std::string_view prefix);
+StatusSnapshot list_locks(redis::Connection& connection,
+                          std::string_view prefix);
 
 } // namespace rlock::lock

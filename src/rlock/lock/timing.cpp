@@ -8,14 +8,12 @@ namespace rlock::lock {
 using namespace std::chrono_literals;
 
 Duration
-default_kill_after(Duration ttl)
-{
+default_kill_after(Duration ttl) {
   return std::min<Duration>(ttl / 6, 10s);
 }
 
 Expected<LeaseTiming>
-make_timing(Duration ttl, std::optional<Duration> kill_after)
-{
+make_timing(Duration ttl, std::optional<Duration> kill_after) {
   LeaseTiming timing{};
   timing.ttl = ttl;
   timing.margin = ttl / 100 + 5ms;
@@ -25,17 +23,17 @@ make_timing(Duration ttl, std::optional<Duration> kill_after)
   const Duration limit = ttl - timing.renew_interval - timing.margin;
   if (timing.kill_after >= limit && !kill_after) {
     return Expected<LeaseTiming>::failure(
-      "--ttl " + format_seconds(ttl)
-      + " is too short to renew the lease and stop the child in time");
+        "--ttl " + format_seconds(ttl)
+        + " is too short to renew the lease and stop the child in time");
   }
   if (timing.kill_after >= limit) {
-    const std::string allowed =
-      limit > Duration::zero() ? "must be under " + format_seconds(limit)
-                               : "use a longer --ttl";
+    const std::string allowed = limit > Duration::zero()
+                                    ? "must be under " + format_seconds(limit)
+                                    : "use a longer --ttl";
     return Expected<LeaseTiming>::failure(
-      "--kill-after " + format_seconds(timing.kill_after)
-      + " leaves no time to renew a " + format_seconds(ttl) + " lease ("
-      + allowed + ")");
+        "--kill-after " + format_seconds(timing.kill_after)
+        + " leaves no time to renew a " + format_seconds(ttl) + " lease ("
+        + allowed + ")");
   }
   return timing;
 }

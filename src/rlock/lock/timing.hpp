@@ -16,8 +16,7 @@ namespace rlock::lock {
 // machine and the server. The child gets the kill signal `kill_after` before
 // that point and SIGKILL at it, so it is dead before the lease can have
 // expired on the server.
-struct LeaseTiming
-{
+struct LeaseTiming {
   Duration ttl;
   Duration margin;         // ttl/100 + 5ms
   Duration kill_after;     // from the kill signal to SIGKILL
@@ -26,15 +25,13 @@ struct LeaseTiming
 
   // Returns the last instant at which the lease sent at `sent` is surely valid.
   BootTime
-  valid_until(BootTime sent) const
-  {
+  valid_until(BootTime sent) const {
     return sent + ttl - margin;
   }
 
   // Returns when the child gets the kill signal, for a lease sent at `sent`.
   BootTime
-  kill_deadline(BootTime sent) const
-  {
+  kill_deadline(BootTime sent) const {
     return valid_until(sent) - kill_after;
   }
 };
@@ -45,6 +42,7 @@ Duration default_kill_after(Duration ttl);
 // Returns the timing for `ttl` and an optional --kill-after, or the reason the
 // combination cannot be safe: the kill must come after the first renewal
 // could have extended the lease (kill_after + margin < ttl*2/3).
-Expected<LeaseTiming> make_timing(Duration ttl, std::optional<Duration> kill_after);
+Expected<LeaseTiming> make_timing(Duration ttl,
+                                  std::optional<Duration> kill_after);
 
 } // namespace rlock::lock

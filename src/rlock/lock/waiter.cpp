@@ -16,12 +16,12 @@ using namespace std::chrono_literals;
 std::optional<Duration>
 next_delay(Backoff& backoff,
            const AcquireAttempt& attempt,
-           std::optional<BootTime> deadline)
-{
+           std::optional<BootTime> deadline) {
   auto delay = backoff.next();
   if (attempt.pttl_ms >= 0) {
     // The lease runs out by then unless renewed: look again right after.
-    delay = std::min<Duration>(delay, std::chrono::milliseconds(attempt.pttl_ms) + 5ms);
+    delay = std::min<Duration>(
+        delay, std::chrono::milliseconds(attempt.pttl_ms) + 5ms);
   }
   if (deadline) {
     const auto left = *deadline - boot_now();
@@ -37,8 +37,7 @@ next_delay(Backoff& backoff,
 void
 report_holder(const std::string& name,
               const AcquireAttempt& attempt,
-              std::string& last_reported)
-{
+              std::string& last_reported) {
   const std::string who = attempt.holder + " (" + attempt.command + ")";
   if (who != last_reported) {
     log::info("waiting for " + quote(name) + " held by " + who);
@@ -55,8 +54,7 @@ wait_for_lock(redis::Connection& connection,
               Duration ttl,
               const Holder& holder,
               const WaitOptions& options,
-              const InterruptibleSleep& sleep)
-{
+              const InterruptibleSleep& sleep) {
   const auto start = boot_now();
   std::optional<BootTime> deadline;
   if (options.timeout) {

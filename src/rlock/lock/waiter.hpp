@@ -7,8 +7,7 @@
 
 namespace rlock::lock {
 
-struct WaitOptions
-{
+struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
 };
@@ -17,8 +16,7 @@ struct WaitOptions
 // ended the sleep early, or 0.
 using InterruptibleSleep = std::function<int(Duration)>;
 
-struct WaitOutcome
-{
+struct WaitOutcome {
   enum class Kind { acquired, timed_out, interrupted };
 
   Kind kind = Kind::timed_out;

@@ -21,14 +21,12 @@ namespace {
 
 // True when we are the terminal's foreground job, so the child should be.
 bool
-should_own_terminal()
-{
+should_own_terminal() {
   return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 }
 
 std::vector<char*>
-c_strings(std::vector<std::string>& strings)
-{
+c_strings(std::vector<std::string>& strings) {
   std::vector<char*> result;
   for (auto& s : strings) {
     result.push_back(s.data());
@@ -38,8 +36,7 @@ c_strings(std::vector<std::string>& strings)
 }
 
 std::vector<std::string>
-merged_environment(const std::vector<std::string>& additions)
-{
+merged_environment(const std::vector<std::string>& additions) {
   std::vector<std::string> result;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view current(*entry);
@@ -63,8 +60,7 @@ exec_child(char** argv,
            const sigset_t& mask,
            bool own_terminal,
            pid_t parent,
-           int error_fd)
-{
+           int error_fd) {
   setpgid(0, 0);
   if (own_terminal) {
     tcsetpgrp(STDIN_FILENO, getpid()); // SIGTTOU is still blocked here
@@ -84,8 +80,7 @@ exec_child(char** argv,
 
 // Waits for the exec in the child: returns 0 when it succeeded, else errno.
 int
-read_exec_error(int fd)
-{
+read_exec_error(int fd) {
   int error = 0;
   while (true) {
     const auto n = read(fd, &error, sizeof(error));
@@ -99,27 +94,22 @@ read_exec_error(int fd)
 } // namespace
 
 Child::Child(pid_t pid, bool owns_terminal)
-  : m_pid(pid),
-    m_owns_terminal(owns_terminal)
-{
+    : m_pid(pid), m_owns_terminal(owns_terminal) {
 }
 
 Child::Child(Child&& other) noexcept
-  : m_pid(std::exchange(other.m_pid, -1)),
-    m_owns_terminal(other.m_owns_terminal)
-{
+    : m_pid(std::exchange(other.m_pid, -1)),
+      m_owns_terminal(other.m_owns_terminal) {
 }
 
-Child::~Child()
-{
+Child::~Child() {
   if (m_pid > 0) {
     finish();
   }
 }
 
 Child
-Child::spawn(const ChildSpec& spec)
-{
+Child::spawn(const ChildSpec& spec) {
   auto argv_strings = spec.argv;
   auto env_strings = merged_environment(spec.environment);
   auto argv = c_strings(argv_strings);
@@ -137,7 +127,11 @@ Child::spawn(const ChildSpec& spec)
     throw_errno("fork");
   }
   if (pid == 0) {
-    exec_child(argv.data(), envp.data(), spec.signal_mask, own_terminal, parent,
+    exec_child(argv.data(),
+               envp.data(),
+               spec.signal_mask,
+               own_terminal,
+               parent,
                error_write.get());
   }
   // Both sides set the group and the terminal, so neither order races.
@@ -149,25 +143,22 @@ Child::spawn(const ChildSpec& spec)
   Child child(pid, own_terminal);
   if (const int error = read_exec_error(error_read.get())) {
     child.finish();
-    throw Error(error == ENOENT ? exit_code::k_not_found
-                                : exit_code::k_cannot_execute,
-                "cannot run " + quote(spec.argv.front()) + ": "
-                  + std::strerror(error));
+    throw Error(
+        error == ENOENT ? exit_code::k_not_found : exit_code::k_cannot_execute,
+        "cannot run " + quote(spec.argv.front()) + ": " + std::strerror(error));
   }
   return child;
 }
 
 void
-Child::signal_group(int signal) const
-{
+Child::signal_group(int signal) const {
   if (m_pid > 0) {
     kill(-m_pid, signal);
   }
 }
 
 std::optional<int>
-Child::exit_code()
-{
+Child::exit_code() {
   siginfo_t info{};
   const int flags = WEXITED | WSTOPPED | WNOHANG | WNOWAIT;
   if (waitid(P_PID, static_cast<id_t>(m_pid), &info, flags) != 0
@@ -186,8 +177,7 @@ Child::exit_code()
 }
 
 void
-Child::suspend_with_child() const
-{
+Child::suspend_with_child() const {
   tcsetpgrp(STDIN_FILENO, getpgrp());
   raise(SIGSTOP);
   // Continued (fg or bg): hand the terminal back if we are in the foreground.
@@ -198,8 +188,7 @@ Child::suspend_with_child() const
 }
 
 int
-Child::finish()
-{
+Child::finish() {
   // The zombie keeps the group id reserved, so this cannot hit a stranger.
   signal_group(SIGKILL);
   int status = 0;

@@ -1,17 +1,16 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <csignal>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <sys/types.h>
-
 namespace rlock::proc {
 
 // What to run and how.
-struct ChildSpec
-{
+struct ChildSpec {
   std::vector<std::string> argv;        // argv[0] is looked up in $PATH
   std::vector<std::string> environment; // "NAME=value", added to ours
   sigset_t signal_mask{};               // the mask to exec with
@@ -20,8 +19,7 @@ struct ChildSpec
 // A command running in a process group of its own, so that a signal reaches
 // everything it started. At a terminal the group gets the terminal while it
 // runs, and a job-control stop (Ctrl-Z) suspends rlock with it.
-class Child
-{
+class Child {
 public:
   // Forks and execs; returns once the exec succeeded. Throws Error with exit
   // code 127 (not found), 126 (not executable) or 71 (fork failed).
@@ -33,8 +31,7 @@ public:
 
   // Returns the child's pid, which is also its process group id.
   pid_t
-  pid() const
-  {
+  pid() const {
     return m_pid;
   }
 

@@ -6,8 +6,7 @@
 namespace rlock::proc {
 
 int
-exit_code_of_wait_status(int wait_status)
-{
+exit_code_of_wait_status(int wait_status) {
   if (WIFSIGNALED(wait_status)) {
     return exit_code::k_signal_base + WTERMSIG(wait_status);
   }
@@ -15,8 +14,7 @@ exit_code_of_wait_status(int wait_status)
 }
 
 int
-exit_code_of_siginfo(int code, int status)
-{
+exit_code_of_siginfo(int code, int status) {
   if (code == CLD_KILLED || code == CLD_DUMPED) {
     return exit_code::k_signal_base + status;
   }

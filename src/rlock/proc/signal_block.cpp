@@ -9,8 +9,7 @@
 namespace rlock::proc {
 
 SignalBlock::SignalBlock(std::initializer_list<int> delivered,
-                         std::initializer_list<int> silenced)
-{
+                         std::initializer_list<int> silenced) {
   sigset_t delivered_set;
   sigemptyset(&delivered_set);
   for (int signal : delivered) {
@@ -31,15 +30,13 @@ SignalBlock::SignalBlock(std::initializer_list<int> delivered,
   m_fd.reset(fd);
 }
 
-SignalBlock::~SignalBlock()
-{
+SignalBlock::~SignalBlock() {
   m_fd.reset();
   pthread_sigmask(SIG_SETMASK, &m_original, nullptr);
 }
 
 int
-SignalBlock::take() const
-{
+SignalBlock::take() const {
   signalfd_siginfo info{};
   while (true) {
     const auto n = ::read(m_fd.get(), &info, sizeof(info));
@@ -54,8 +51,7 @@ SignalBlock::take() const
 }
 
 int
-SignalBlock::wait(int timeout_ms) const
-{
+SignalBlock::wait(int timeout_ms) const {
   pollfd entry{m_fd.get(), POLLIN, 0};
   const int ready = ::poll(&entry, 1, timeout_ms);
   return ready > 0 ? take() : 0;

@@ -11,8 +11,7 @@ namespace rlock::proc {
 // delivers them through a signalfd instead of handlers. Threads started
 // later inherit the mask, so only the owner sees them. The destructor
 // restores the previous mask.
-class SignalBlock
-{
+class SignalBlock {
 public:
   // Blocks `delivered` (readable through fd()) and `silenced` (just blocked).
   SignalBlock(std::initializer_list<int> delivered,
@@ -24,8 +23,7 @@ public:
 
   // Returns the signalfd; readable while a delivered signal is pending.
   int
-  fd() const
-  {
+  fd() const {
     return m_fd.get();
   }
 
@@ -38,8 +36,7 @@ public:
 
   // Returns the mask from before, for a child to restore before exec.
   const sigset_t&
-  original_mask() const
-  {
+  original_mask() const {
     return m_original;
   }
 

@@ -12,22 +12,21 @@ namespace rlock::proc {
 namespace {
 
 const std::array<std::pair<std::string_view, int>, 31> k_signals{{
-  {"HUP", SIGHUP},       {"INT", SIGINT},       {"QUIT", SIGQUIT},
-  {"ILL", SIGILL},       {"TRAP", SIGTRAP},     {"ABRT", SIGABRT},
-  {"BUS", SIGBUS},       {"FPE", SIGFPE},       {"KILL", SIGKILL},
-  {"USR1", SIGUSR1},     {"SEGV", SIGSEGV},     {"USR2", SIGUSR2},
-  {"PIPE", SIGPIPE},     {"ALRM", SIGALRM},     {"TERM", SIGTERM},
-  {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD},     {"CONT", SIGCONT},
-  {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},     {"TTIN", SIGTTIN},
-  {"TTOU", SIGTTOU},     {"URG", SIGURG},       {"XCPU", SIGXCPU},
-  {"XFSZ", SIGXFSZ},     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
-  {"WINCH", SIGWINCH},   {"IO", SIGIO},         {"PWR", SIGPWR},
-  {"SYS", SIGSYS},
+    {"HUP", SIGHUP},       {"INT", SIGINT},       {"QUIT", SIGQUIT},
+    {"ILL", SIGILL},       {"TRAP", SIGTRAP},     {"ABRT", SIGABRT},
+    {"BUS", SIGBUS},       {"FPE", SIGFPE},       {"KILL", SIGKILL},
+    {"USR1", SIGUSR1},     {"SEGV", SIGSEGV},     {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE},     {"ALRM", SIGALRM},     {"TERM", SIGTERM},
+    {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD},     {"CONT", SIGCONT},
+    {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},     {"TTIN", SIGTTIN},
+    {"TTOU", SIGTTOU},     {"URG", SIGURG},       {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ},     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
+    {"WINCH", SIGWINCH},   {"IO", SIGIO},         {"PWR", SIGPWR},
+    {"SYS", SIGSYS},
 }};
 
 std::optional<int>
-parse_number(std::string_view text)
-{
+parse_number(std::string_view text) {
   int value = 0;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -39,8 +38,7 @@ parse_number(std::string_view text)
 
 // Parses "RTMIN", "RTMIN+N", "RTMAX", "RTMAX-N".
 std::optional<int>
-parse_realtime(std::string_view name)
-{
+parse_realtime(std::string_view name) {
   const bool from_min = name.starts_with("RTMIN");
   if (!from_min && !name.starts_with("RTMAX")) {
     return std::nullopt;
@@ -64,8 +62,7 @@ parse_realtime(std::string_view name)
 } // namespace
 
 Expected<int>
-parse_signal(std::string_view text)
-{
+parse_signal(std::string_view text) {
   if (const auto number = parse_number(text)) {
     if (*number >= 1 && *number <= SIGRTMAX) {
       return *number;
@@ -77,9 +74,9 @@ parse_signal(std::string_view text)
   for (char c : text) {
     name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
-  const std::string_view bare =
-    std::string_view(name).starts_with("SIG") ? std::string_view(name).substr(3)
-                                              : std::string_view(name);
+  const std::string_view bare = std::string_view(name).starts_with("SIG")
+                                    ? std::string_view(name).substr(3)
+                                    : std::string_view(name);
   for (const auto& [signal_name, number] : k_signals) {
     if (bare == signal_name) {
       return number;
@@ -92,8 +89,7 @@ parse_signal(std::string_view text)
 }
 
 std::string
-signal_name(int signal)
-{
+signal_name(int signal) {
   for (const auto& [name, number] : k_signals) {
     if (number == signal) {
       return std::string(name);

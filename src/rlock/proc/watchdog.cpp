@@ -17,8 +17,7 @@ namespace {
 constexpr char k_disarm = 'q';
 
 [[noreturn]] void
-watch(int pipe_fd, pid_t group)
-{
+watch(int pipe_fd, pid_t group) {
   sigset_t all;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, nullptr);
@@ -47,24 +46,20 @@ watch(int pipe_fd, pid_t group)
 
 } // namespace
 
-Watchdog::Watchdog(pid_t pid, UniqueFd pipe) : m_pid(pid), m_pipe(std::move(pipe))
-{
+Watchdog::Watchdog(pid_t pid, UniqueFd pipe)
+    : m_pid(pid), m_pipe(std::move(pipe)) {
 }
 
 Watchdog::Watchdog(Watchdog&& other) noexcept
-  : m_pid(std::exchange(other.m_pid, -1)),
-    m_pipe(std::move(other.m_pipe))
-{
+    : m_pid(std::exchange(other.m_pid, -1)), m_pipe(std::move(other.m_pipe)) {
 }
 
-Watchdog::~Watchdog()
-{
+Watchdog::~Watchdog() {
   disarm();
 }
 
 Watchdog
-Watchdog::start(pid_t group)
-{
+Watchdog::start(pid_t group) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     throw_errno("pipe");
@@ -82,8 +77,7 @@ Watchdog::start(pid_t group)
 }
 
 void
-Watchdog::disarm()
-{
+Watchdog::disarm() {
   if (m_pid <= 0) {
     return;
   }

@@ -11,8 +11,7 @@ namespace rlock::proc {
 // pipe whose only write end rlock holds: when the pipe closes without a
 // "disarm" byte, rlock is gone and so must be its child's group.
 // PR_SET_PDEATHSIG alone would reach only the direct child.
-class Watchdog
-{
+class Watchdog {
 public:
   // Forks the watchdog for process group `group`.
   static Watchdog start(pid_t group);

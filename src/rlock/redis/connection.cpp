@@ -14,29 +14,26 @@ namespace rlock::redis {
 namespace {
 
 timeval
-to_timeval(Duration duration)
-{
+to_timeval(Duration duration) {
   using namespace std::chrono;
   const auto micros = std::max<std::int64_t>(
-    duration_cast<microseconds>(duration).count(), 1000);
+      duration_cast<microseconds>(duration).count(), 1000);
   return timeval{static_cast<time_t>(micros / 1'000'000),
                  static_cast<suseconds_t>(micros % 1'000'000)};
 }
 
 [[noreturn]] void
-unavailable(const std::string& message)
-{
+unavailable(const std::string& message) {
   throw Error(exit_code::k_unavailable, message);
 }
 
 std::unique_ptr<redisContext, ContextDeleter>
-connect_context(const Endpoint& endpoint, Duration timeout)
-{
+connect_context(const Endpoint& endpoint, Duration timeout) {
   const auto tv = to_timeval(timeout);
   redisContext* context =
-    endpoint.is_unix()
-      ? redisConnectUnixWithTimeout(endpoint.socket_path.c_str(), tv)
-      : redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, tv);
+      endpoint.is_unix()
+          ? redisConnectUnixWithTimeout(endpoint.socket_path.c_str(), tv)
+          : redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, tv);
   if (context == nullptr) {
     unavailable("cannot connect to " + endpoint.address() + ": out of memory");
   }
@@ -53,8 +50,7 @@ connect_context(const Endpoint& endpoint, Duration timeout)
 }
 
 std::vector<const char*>
-argv_of(const std::vector<std::string>& args, std::vector<size_t>& lengths)
-{
+argv_of(const std::vector<std::string>& args, std::vector<size_t>& lengths) {
   std::vector<const char*> argv;
   lengths.clear();
   for (const auto& arg : args) {
@@ -68,14 +64,11 @@ argv_of(const std::vector<std::string>& args, std::vector<size_t>& lengths)
 
 Connection::Connection(std::unique_ptr<redisContext, ContextDeleter> context,
                        Endpoint endpoint)
-  : m_context(std::move(context)),
-    m_endpoint(std::move(endpoint))
-{
+    : m_context(std::move(context)), m_endpoint(std::move(endpoint)) {
 }
 
 Connection
-Connection::open(const Endpoint& endpoint, const ConnectOptions& options)
-{
+Connection::open(const Endpoint& endpoint, const ConnectOptions& options) {
   Connection connection(connect_context(endpoint, options.connect_timeout),
                         endpoint);
   connection.set_io_timeout(options.io_timeout);
@@ -84,8 +77,7 @@ Connection::open(const Endpoint& endpoint, const ConnectOptions& options)
 }
 
 void
-Connection::log_in()
-{
+Connection::log_in() {
   if (!m_endpoint.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!m_endpoint.user.empty()) {
@@ -95,28 +87,27 @@ Connection::log_in()
     const auto reply = command(auth);
     if (reply->type == REDIS_REPLY_ERROR) {
       unavailable("Redis at " + address() + " refused the password"
-                  + (m_endpoint.user.empty() ? std::string()
-                                             : " for user " + quote(m_endpoint.user))
+                  + (m_endpoint.user.empty()
+                         ? std::string()
+                         : " for user " + quote(m_endpoint.user))
                   + ": " + reply->str);
     }
   }
   if (m_endpoint.db != 0) {
     throw_if_error(command({"SELECT", std::to_string(m_endpoint.db)}),
                    "cannot select database " + std::to_string(m_endpoint.db)
-                     + " on " + address());
+                       + " on " + address());
   }
 }
 
 Reply
-Connection::command(const std::vector<std::string>& args)
-{
+Connection::command(const std::vector<std::string>& args) {
   append(args);
   return read_reply();
 }
 
 void
-Connection::append(const std::vector<std::string>& args)
-{
+Connection::append(const std::vector<std::string>& args) {
   std::vector<size_t> lengths;
   auto argv = argv_of(args, lengths);
   if (redisAppendCommandArgv(m_context.get(),
@@ -129,8 +120,7 @@ Connection::append(const std::vector<std::string>& args)
 }
 
 Reply
-Connection::read_reply()
-{
+Connection::read_reply() {
   void* raw = nullptr;
   if (redisGetReply(m_context.get(), &raw) != REDIS_OK || raw == nullptr) {
     throw_io_error();
@@ -139,8 +129,7 @@ Connection::read_reply()
 }
 
 void
-Connection::set_io_timeout(Duration timeout)
-{
+Connection::set_io_timeout(Duration timeout) {
   if (timeout != m_io_timeout) {
     redisSetTimeout(m_context.get(), to_timeval(timeout));
     m_io_timeout = timeout;
@@ -148,14 +137,12 @@ Connection::set_io_timeout(Duration timeout)
 }
 
 std::string
-Connection::address() const
-{
+Connection::address() const {
   return m_endpoint.address();
 }
 
 void
-Connection::throw_io_error() const
-{
+Connection::throw_io_error() const {
   const int err = m_context->err;
   const std::string detail = m_context->errstr;
   if (err == REDIS_ERR_PROTOCOL) {
@@ -173,16 +160,14 @@ Connection::throw_io_error() const
 }
 
 void
-throw_if_error(const Reply& reply, const std::string& what)
-{
+throw_if_error(const Reply& reply, const std::string& what) {
   if (reply->type == REDIS_REPLY_ERROR) {
     unavailable(what + ": " + std::string(reply->str, reply->len));
   }
 }
 
 long long
-integer_of(const redisReply* reply, const std::string& what)
-{
+integer_of(const redisReply* reply, const std::string& what) {
   if (reply->type != REDIS_REPLY_INTEGER) {
     unavailable(what + ": unexpected reply type "
                 + std::to_string(reply->type));
@@ -191,8 +176,7 @@ integer_of(const redisReply* reply, const std::string& what)
 }
 
 std::string
-string_of(const redisReply* reply, const std::string& what)
-{
+string_of(const redisReply* reply, const std::string& what) {
   if (reply->type == REDIS_REPLY_NIL) {
     return {};
   }

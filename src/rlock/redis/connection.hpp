@@ -11,20 +11,16 @@
 
 namespace rlock::redis {
 
-struct ReplyDeleter
-{
+struct ReplyDeleter {
   void
-  operator()(redisReply* reply) const
-  {
+  operator()(redisReply* reply) const {
     freeReplyObject(reply);
   }
 };
 
-struct ContextDeleter
-{
+struct ContextDeleter {
   void
-  operator()(redisContext* context) const
-  {
+  operator()(redisContext* context) const {
     redisFree(context);
   }
 };
@@ -32,20 +28,19 @@ struct ContextDeleter
 // A reply from the server; may be an error reply (type REDIS_REPLY_ERROR).
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
-struct ConnectOptions
-{
+struct ConnectOptions {
   Duration connect_timeout = std::chrono::seconds(2);
   Duration io_timeout = std::chrono::seconds(5);
 };
 
 // One blocking connection to one server. Not thread-safe: each thread opens
 // its own. The socket is close-on-exec, so children never inherit it.
-class Connection
-{
+class Connection {
 public:
   // Connects, logs in and selects the database. Throws Error (unavailable)
   // naming the address and the reason when any step fails.
-  static Connection open(const Endpoint& endpoint, const ConnectOptions& options);
+  static Connection open(const Endpoint& endpoint,
+                         const ConnectOptions& options);
 
   // Sends one command and returns its reply, an error reply included. Throws
   // Error (unavailable) when the connection fails or the reply times out; the
@@ -65,7 +60,8 @@ public:
   std::string address() const;
 
 private:
-  Connection(std::unique_ptr<redisContext, ContextDeleter> context, Endpoint endpoint);
+  Connection(std::unique_ptr<redisContext, ContextDeleter> context,
+             Endpoint endpoint);
 
   [[noreturn]] void throw_io_error() const;
   void log_in();

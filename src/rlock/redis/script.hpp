@@ -10,8 +10,7 @@ namespace rlock::redis {
 
 // A Lua script embedded at build time from src/rlock/redis/scripts/*.lua,
 // with its SHA1 computed by CMake.
-struct Script
-{
+struct Script {
   std::string_view name;
   std::string_view source;
   std::string_view sha1;

@@ -13,8 +13,7 @@ constexpr std::string_view k_tcp_scheme = "redis://";
 constexpr std::string_view k_unix_scheme = "unix://";
 
 std::optional<int>
-parse_int(std::string_view text, int min, int max)
-{
+parse_int(std::string_view text, int min, int max) {
   int value = 0;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -26,8 +25,7 @@ parse_int(std::string_view text, int min, int max)
 }
 
 int
-hex_value(char c)
-{
+hex_value(char c) {
   if (c >= '0' && c <= '9') {
     return c - '0';
   }
@@ -41,8 +39,7 @@ hex_value(char c)
 }
 
 std::optional<std::string>
-percent_decode(std::string_view text)
-{
+percent_decode(std::string_view text) {
   std::string result;
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '%') {
@@ -65,13 +62,12 @@ percent_decode(std::string_view text)
 
 // Parses "user:password@" (without the '@') into the endpoint.
 std::optional<std::string>
-parse_userinfo(std::string_view userinfo, Endpoint& endpoint)
-{
+parse_userinfo(std::string_view userinfo, Endpoint& endpoint) {
   const auto colon = userinfo.find(':');
   const auto user = percent_decode(userinfo.substr(0, colon));
   const auto password = colon == std::string_view::npos
-                          ? std::optional<std::string>("")
-                          : percent_decode(userinfo.substr(colon + 1));
+                            ? std::optional<std::string>("")
+                            : percent_decode(userinfo.substr(colon + 1));
   if (!user || !password) {
     return "bad percent-encoding in the user or password";
   }
@@ -87,8 +83,7 @@ parse_userinfo(std::string_view userinfo, Endpoint& endpoint)
 
 // Parses "host[:port]" or "[v6]:port" into the endpoint.
 std::optional<std::string>
-parse_host_port(std::string_view text, Endpoint& endpoint)
-{
+parse_host_port(std::string_view text, Endpoint& endpoint) {
   std::string_view port_text;
   if (text.starts_with('[')) {
     const auto close = text.find(']');
@@ -125,8 +120,7 @@ parse_host_port(std::string_view text, Endpoint& endpoint)
 }
 
 std::optional<std::string>
-parse_db(std::string_view text, Endpoint& endpoint)
-{
+parse_db(std::string_view text, Endpoint& endpoint) {
   const auto db = parse_int(text, 0, 1'000'000);
   if (!db) {
     return "database must be a non-negative number";
@@ -136,8 +130,7 @@ parse_db(std::string_view text, Endpoint& endpoint)
 }
 
 std::optional<std::string>
-parse_tcp(std::string_view rest, Endpoint& endpoint)
-{
+parse_tcp(std::string_view rest, Endpoint& endpoint) {
   const auto slash = rest.find('/');
   auto authority = rest.substr(0, slash);
   const auto at = authority.rfind('@');
@@ -157,8 +150,7 @@ parse_tcp(std::string_view rest, Endpoint& endpoint)
 }
 
 std::optional<std::string>
-parse_unix(std::string_view rest, Endpoint& endpoint)
-{
+parse_unix(std::string_view rest, Endpoint& endpoint) {
   const auto question = rest.find('?');
   endpoint.socket_path = std::string(rest.substr(0, question));
   if (!endpoint.socket_path.starts_with('/')) {
@@ -177,8 +169,7 @@ parse_unix(std::string_view rest, Endpoint& endpoint)
 } // namespace
 
 std::string
-Endpoint::address() const
-{
+Endpoint::address() const {
   if (is_unix()) {
     return socket_path;
   }
@@ -187,15 +178,15 @@ Endpoint::address() const
 }
 
 std::string
-redact_url(std::string_view url)
-{
+redact_url(std::string_view url) {
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
     return std::string(url);
   }
   const auto authority_start = scheme_end + 3;
   const auto authority_end = url.find('/', authority_start);
-  const auto authority = url.substr(authority_start, authority_end - authority_start);
+  const auto authority =
+      url.substr(authority_start, authority_end - authority_start);
   const auto at = authority.rfind('@');
   if (at == std::string_view::npos) {
     return std::string(url);
@@ -207,8 +198,7 @@ redact_url(std::string_view url)
 }
 
 Expected<Endpoint>
-parse_url(std::string_view url)
-{
+parse_url(std::string_view url) {
   Endpoint endpoint;
   std::optional<std::string> error;
   if (url.starts_with(k_tcp_scheme)) {
@@ -221,7 +211,8 @@ parse_url(std::string_view url)
     error = "scheme must be redis:// or unix://";
   }
   if (error) {
-    return Result::failure("invalid URL " + quote(redact_url(url)) + ": " + *error);
+    return Result::failure("invalid URL " + quote(redact_url(url)) + ": "
+                           + *error);
   }
   return endpoint;
 }

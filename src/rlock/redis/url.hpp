@@ -8,9 +8,8 @@
 namespace rlock::redis {
 
 // Where a Redis server is and how to log in to it.
-struct Endpoint
-{
-  std::string host;        // empty for a unix socket
+struct Endpoint {
+  std::string host; // empty for a unix socket
   int port = 6379;
   std::string socket_path; // empty for TCP
   int db = 0;
@@ -18,8 +17,7 @@ struct Endpoint
   std::string password; // empty for no AUTH
 
   bool
-  is_unix() const
-  {
+  is_unix() const {
     return !socket_path.empty();
   }
 

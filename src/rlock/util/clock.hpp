@@ -16,7 +16,8 @@ BootTime boot_now();
 // Returns the wall-clock time in milliseconds since the Unix epoch.
 std::int64_t wall_now_ms();
 
-// Formats milliseconds since the epoch as ISO-8601 UTC: 2026-11-21T05:32:47.123Z
+// Formats milliseconds since the epoch as ISO-8601 UTC:
+// 2026-11-21T05:32:47.123Z
 std::string format_iso8601_utc(std::int64_t epoch_ms);
 
 } // namespace rlock

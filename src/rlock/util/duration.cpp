@@ -9,31 +9,28 @@ namespace rlock {
 
 namespace {
 
-struct Unit
-{
+struct Unit {
   std::string_view suffix;
   std::int64_t nanoseconds;
 };
 
 constexpr std::array<Unit, 4> k_units{{
-  {"ms", 1'000'000},
-  {"s", 1'000'000'000},
-  {"m", 60'000'000'000},
-  {"h", 3'600'000'000'000},
+    {"ms", 1'000'000},
+    {"s", 1'000'000'000},
+    {"m", 60'000'000'000},
+    {"h", 3'600'000'000'000},
 }};
 
 constexpr std::int64_t k_max_ns = std::numeric_limits<std::int64_t>::max();
 
 bool
-is_digit(char c)
-{
+is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
 // Splits "1.5s" into number "1.5" and unit "s"; seconds when there is none.
 std::optional<std::int64_t>
-unit_of(std::string_view text, std::string_view& number)
-{
+unit_of(std::string_view text, std::string_view& number) {
   const auto unit_start = text.find_last_of("0123456789") + 1;
   const auto suffix = text.substr(unit_start);
   number = text.substr(0, unit_start);
@@ -50,12 +47,13 @@ unit_of(std::string_view text, std::string_view& number)
 
 // Parses "123" or "123.456" times `unit` ns into `result`, exactly.
 bool
-scale_decimal(std::string_view number, std::int64_t unit, std::int64_t& result)
-{
+scale_decimal(std::string_view number,
+              std::int64_t unit,
+              std::int64_t& result) {
   const auto dot = number.find('.');
   const auto whole = number.substr(0, dot);
-  const auto fraction =
-    dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
+  const auto fraction = dot == std::string_view::npos ? std::string_view{}
+                                                      : number.substr(dot + 1);
   if (whole.empty() || (dot != std::string_view::npos && fraction.empty())) {
     return false;
   }
@@ -88,13 +86,12 @@ scale_decimal(std::string_view number, std::int64_t unit, std::int64_t& result)
 } // namespace
 
 Expected<Duration>
-parse_duration(std::string_view text)
-{
+parse_duration(std::string_view text) {
   const auto invalid = Expected<Duration>::failure(
-    "invalid duration " + quote(text) + " (use e.g. 500ms, 30s, 5m, 1h)");
+      "invalid duration " + quote(text) + " (use e.g. 500ms, 30s, 5m, 1h)");
   if (text.empty() || !is_digit(text.front())) {
     return text.starts_with('-') ? Expected<Duration>::failure(
-             "invalid duration " + quote(text) + ": must not be negative")
+               "invalid duration " + quote(text) + ": must not be negative")
                                  : invalid;
   }
   std::string_view number;
@@ -105,17 +102,16 @@ parse_duration(std::string_view text)
   std::int64_t nanoseconds = 0;
   if (!scale_decimal(number, *unit, nanoseconds)) {
     const bool all_digits =
-      number.find_first_not_of("0123456789.") == std::string_view::npos;
+        number.find_first_not_of("0123456789.") == std::string_view::npos;
     return all_digits ? Expected<Duration>::failure(
-             "invalid duration " + quote(text) + ": too large")
+               "invalid duration " + quote(text) + ": too large")
                       : invalid;
   }
   return Duration{nanoseconds};
 }
 
 std::string
-format_duration(Duration duration)
-{
+format_duration(Duration duration) {
   using namespace std::chrono;
   const auto ms = duration_cast<milliseconds>(duration).count();
   if (ms < 1000) {
@@ -138,10 +134,9 @@ format_duration(Duration duration)
 }
 
 std::string
-format_seconds(Duration duration)
-{
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(duration)
-                    .count();
+format_seconds(Duration duration) {
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
   std::string text = std::to_string(ms / 1000);
   auto fraction = std::to_string(1000 + ms % 1000).substr(1);
   while (!fraction.empty() && fraction.back() == '0') {

@@ -7,14 +7,12 @@
 namespace rlock {
 
 void
-throw_errno(const std::string& what)
-{
+throw_errno(const std::string& what) {
   throw Error(exit_code::k_os_error, what + ": " + std::strerror(errno));
 }
 
 void
-throw_usage(const std::string& message)
-{
+throw_usage(const std::string& message) {
   throw Error(exit_code::k_usage, message);
 }
 

@@ -7,18 +7,14 @@ namespace rlock {
 
 // The one error type: a one-line message for stderr and the exit code that
 // goes with it. Thrown from setup code, caught once in main().
-class Error : public std::runtime_error
-{
+class Error : public std::runtime_error {
 public:
   Error(int exit_code, const std::string& message)
-    : std::runtime_error(message),
-      m_exit_code(exit_code)
-  {
+      : std::runtime_error(message), m_exit_code(exit_code) {
   }
 
   int
-  exit_code() const
-  {
+  exit_code() const {
     return m_exit_code;
   }
 

@@ -7,22 +7,18 @@
 namespace rlock {
 
 // Owns a file descriptor and closes it on destruction.
-class UniqueFd
-{
+class UniqueFd {
 public:
   UniqueFd() = default;
 
-  explicit UniqueFd(int fd) : m_fd(fd)
-  {
+  explicit UniqueFd(int fd) : m_fd(fd) {
   }
 
-  UniqueFd(UniqueFd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1))
-  {
+  UniqueFd(UniqueFd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {
   }
 
   UniqueFd&
-  operator=(UniqueFd&& other) noexcept
-  {
+  operator=(UniqueFd&& other) noexcept {
     if (this != &other) {
       reset(std::exchange(other.m_fd, -1));
     }
@@ -32,21 +28,18 @@ public:
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
 
-  ~UniqueFd()
-  {
+  ~UniqueFd() {
     reset();
   }
 
   int
-  get() const
-  {
+  get() const {
     return m_fd;
   }
 
   // Closes the current descriptor and takes `fd` instead.
   void
-  reset(int fd = -1)
-  {
+  reset(int fd = -1) {
     if (m_fd >= 0) {
       ::close(m_fd);
     }

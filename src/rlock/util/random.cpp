@@ -10,8 +10,7 @@
 namespace rlock {
 
 std::string
-random_token()
-{
+random_token() {
   std::array<unsigned char, 16> bytes{};
   std::size_t filled = 0;
   while (filled < bytes.size()) {
@@ -31,8 +30,7 @@ random_token()
 }
 
 std::uint64_t
-random_below_or_equal(std::uint64_t bound)
-{
+random_below_or_equal(std::uint64_t bound) {
   thread_local std::mt19937_64 generator{std::random_device{}()};
   return std::uniform_int_distribution<std::uint64_t>(0, bound)(generator);
 }

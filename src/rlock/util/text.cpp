@@ -7,16 +7,14 @@ namespace rlock {
 namespace {
 
 bool
-is_utf8_continuation(unsigned char c)
-{
+is_utf8_continuation(unsigned char c) {
   return (c & 0xC0) == 0x80;
 }
 
 } // namespace
 
 std::string
-quote(std::string_view text)
-{
+quote(std::string_view text) {
   std::string result = "'";
   for (unsigned char c : text) {
     if (c == '\n') {
@@ -35,18 +33,17 @@ quote(std::string_view text)
 }
 
 std::string
-shell_join(const std::vector<std::string>& argv)
-{
+shell_join(const std::vector<std::string>& argv) {
   std::string result;
   for (const auto& word : argv) {
     if (!result.empty()) {
       result += ' ';
     }
-    const bool plain =
-      !word.empty()
-      && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
-                                "VWXYZ0123456789-_./=:,+@%")
-           == std::string::npos;
+    const bool plain = !word.empty()
+                       && word.find_first_not_of(
+                              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                              "VWXYZ0123456789-_./=:,+@%")
+                              == std::string::npos;
     if (plain) {
       result += word;
       continue;
@@ -61,8 +58,7 @@ shell_join(const std::vector<std::string>& argv)
 }
 
 std::size_t
-column_width(std::string_view text)
-{
+column_width(std::string_view text) {
   std::size_t width = 0;
   for (unsigned char c : text) {
     width += is_utf8_continuation(c) ? 0 : 1;
@@ -71,8 +67,7 @@ column_width(std::string_view text)
 }
 
 std::string
-truncate_columns(std::string_view text, std::size_t width)
-{
+truncate_columns(std::string_view text, std::size_t width) {
   if (column_width(text) <= width) {
     return std::string(text);
   }
