@@ -1,0 +1,259 @@
+# shellcheck shell=bash
+#
+# Shared helpers for the rlock CLI tests. Load with `load helpers`.
+#
+# Each .bats file calls common_setup_file/common_teardown_file from
+# setup_file/teardown_file (one redis-server per file, in $BATS_FILE_TMPDIR)
+# and common_setup/common_teardown from setup/teardown (FLUSHALL before each
+# test; every background process started with bg is killed afterwards).
+
+# shellcheck source-path=SCRIPTDIR source=../lib/redis.bash disable=SC1091
+source "$BATS_TEST_DIRNAME/../lib/redis.bash"
+
+RLOCK=${RLOCK:-$BATS_TEST_DIRNAME/../../build/rlock}
+# Tests run in $BATS_TEST_TMPDIR, so a relative $RLOCK is made absolute.
+[[ $RLOCK == /* ]] || RLOCK=$PWD/$RLOCK
+# Upper bound for any single rlock invocation; a hang fails, it never blocks.
+RL_LIMIT=${RL_LIMIT:-30}
+
+common_setup_file() {
+  local rc=0
+  redis_start "$BATS_FILE_TMPDIR/redis" || rc=$?
+  if ((rc == 125)); then
+    export RLOCK_TEST_SKIP_REDIS=1
+  elif ((rc != 0)); then
+    return "$rc"
+  fi
+}
+
+common_teardown_file() {
+  redis_stop "$BATS_FILE_TMPDIR/redis"
+}
+
+common_setup() {
+  if [[ -n ${RLOCK_TEST_SKIP_REDIS:-} ]]; then
+    skip "redis-server not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
+  fi
+  if [[ ! -x $RLOCK ]]; then
+    echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
+    return 1
+  fi
+  # The environment must not point rlock elsewhere.
+  unset REDIS_URL RLOCK_PREFIX
+  export RLOCK_URL=redis://127.0.0.1:$REDIS_PORT/0
+  [[ $(redis_cli flushall) == OK ]] || {
+    echo "FLUSHALL failed on $REDIS_SOCKET" >&2
+    return 1
+  }
+  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
+  : >"$BG_PIDS_FILE"
+  cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+common_teardown() {
+  [[ -n ${BG_PIDS_FILE:-} && -f $BG_PIDS_FILE ]] || return 0
+  local pid
+  while read -r pid; do
+    [[ -n $pid ]] && stop_pid "$pid"
+  done <"$BG_PIDS_FILE"
+  return 0
+}
+
+# rl ARG...: rlock with default signal dispositions and a generous bound.
+# `timeout` reports 124 if rlock hangs; otherwise its status passes through.
+rl() {
+  timeout -k 5 "$RL_LIMIT" env --default-signal "$RLOCK" "$@"
+}
+
+# bg CMD [ARG...]: start CMD in the background with default signal
+# dispositions (non-interactive shells start background jobs with SIGINT
+# and SIGQUIT ignored), stdin from /dev/null and fd 3 closed. Sets BG_PID,
+# BG_OUT and BG_ERR (files with its stdout and stderr); teardown kills it.
+bg() {
+  BG_N=$((${BG_N:-0} + 1))
+  BG_OUT=$BATS_TEST_TMPDIR/bg.$BG_N.out
+  BG_ERR=$BATS_TEST_TMPDIR/bg.$BG_N.err
+  env --default-signal "$@" >"$BG_OUT" 2>"$BG_ERR" </dev/null 3>&- &
+  BG_PID=$!
+  echo "$BG_PID" >>"$BG_PIDS_FILE"
+}
+
+# track PID: have teardown kill PID too (processes we did not start with bg).
+track() {
+  echo "$1" >>"$BG_PIDS_FILE"
+}
+
+# running PID: true while PID exists and is not a zombie.
+running() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && ${state:0:1} != Z ]]
+}
+
+# stop_pid PID: TERM, then KILL after 5 s, then reap it if it is our child.
+stop_pid() {
+  local pid=$1 deadline
+  if running "$pid"; then
+    kill -TERM "$pid" 2>/dev/null
+    deadline=$((SECONDS + 5))
+    while running "$pid" && ((SECONDS < deadline)); do
+      sleep 0.05
+    done
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+# wait_until SECONDS CMD [ARG...]: poll CMD every 50 ms until it succeeds;
+# fails (with a message) when SECONDS pass first.
+wait_until() {
+  local limit=$1 deadline
+  shift
+  deadline=$(($(now_ms) + limit * 1000))
+  until "$@"; do
+    if (($(now_ms) >= deadline)); then
+      echo "wait_until: '$*' still false after ${limit}s" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
+}
+
+# reap PID [SECONDS]: wait (bounded, default 10 s) until background child PID
+# exits; returns its exit status, or 255 with a message if it is still running.
+reap() {
+  local pid=$1 limit=${2:-10}
+  if ! wait_until "$limit" not running "$pid"; then
+    echo "reap: pid $pid still running after ${limit}s" >&2
+    return 255
+  fi
+  wait "$pid"
+}
+
+not() {
+  ! "$@"
+}
+
+now_ms() {
+  local t
+  t=$(date +%s%N)
+  echo $((t / 1000000))
+}
+
+# key_exists KEY: true when KEY exists in redis.
+key_exists() {
+  [[ $(redis_cli exists "$1") == 1 ]]
+}
+
+# key_absent KEY: true when KEY does not exist in redis. (Use this, not
+# `! key_exists`: bats does not fail a test on a negated command.)
+key_absent() {
+  [[ $(redis_cli exists "$1") == 0 ]]
+}
+
+# dbsize: number of keys in db 0.
+dbsize() {
+  redis_cli dbsize
+}
+
+# file_has FILE: true when FILE exists and is not empty.
+file_has() {
+  [[ -s $1 ]]
+}
+
+# closed_port: print a loopback port nobody listens on.
+closed_port() {
+  local port
+  while :; do
+    redis_pick_port
+    port=$REDIS_RANDOM_PORT
+    redis_port_in_use "$port" || break
+  done
+  echo "$port"
+}
+
+# signal_when_ready FILE SIG: in the background, wait (up to 10 s) until FILE
+# holds a PID, then send SIG to that PID. The child scripts below write
+# their $PPID (rlock) to FILE once their traps are in place.
+signal_when_ready() {
+  local file=$1 sig=$2
+  (
+    wait_until 10 file_has "$file" || exit 1
+    kill -s "$sig" "$(<"$file")"
+  ) >/dev/null 2>"$BATS_TEST_TMPDIR/signaller.err" </dev/null 3>&- &
+  track $!
+}
+
+# ready_cmd FILE: shell snippet that atomically writes $PPID to FILE.
+ready_cmd() {
+  # shellcheck disable=SC2016 # $PPID is for the child's shell to expand
+  printf 'echo $PPID >"%s.tmp" && mv "%s.tmp" "%s"' "$1" "$1" "$1"
+}
+
+# json_get FILE PATH: print the value at PATH (a JSON array such as
+# '[0,"owner","pid"]') of the JSON document in FILE, compactly. Uses jq when
+# installed, else python3's json module. Fails if FILE is not valid JSON.
+json_get() {
+  local file=$1 path=$2
+  if command -v jq >/dev/null 2>&1; then
+    jq -c --argjson p "$path" 'getpath($p)' <"$file"
+  else
+    python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for step in json.loads(sys.argv[2]):
+    doc = None if doc is None else doc[step]
+print(json.dumps(doc, separators=(",", ":")))
+' "$file" "$path"
+  fi
+}
+
+# json_len FILE PATH: length of the array or object at PATH.
+json_len() {
+  local file=$1 path=$2
+  if command -v jq >/dev/null 2>&1; then
+    jq --argjson p "$path" 'getpath($p) | length' <"$file"
+  else
+    python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for step in json.loads(sys.argv[2]):
+    doc = doc[step]
+print(len(doc))
+' "$file" "$path"
+  fi
+}
+
+# json_type FILE PATH: null, boolean, number, string, array or object.
+json_type() {
+  local file=$1 path=$2
+  if command -v jq >/dev/null 2>&1; then
+    jq -r --argjson p "$path" 'getpath($p) | type' <"$file"
+  else
+    python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for step in json.loads(sys.argv[2]):
+    doc = None if doc is None else doc[step]
+names = {type(None): "null", bool: "boolean", int: "number", float: "number",
+         str: "string", list: "array", dict: "object"}
+print(names[type(doc)])
+' "$file" "$path"
+  fi
+}
+
+# json_has FILE INDEX FIELD: "true" when element INDEX of the array in FILE
+# has FIELD (even if its value is null), else "false".
+json_has() {
+  local file=$1 index=$2 field=$3
+  if command -v jq >/dev/null 2>&1; then
+    jq --argjson i "$index" --arg f "$field" '.[$i] | has($f)' <"$file"
+  else
+    python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+print("true" if sys.argv[3] in doc[int(sys.argv[2])] else "false")
+' "$file" "$index" "$field"
+  fi
+}
