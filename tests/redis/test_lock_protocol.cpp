@@ -67,8 +67,8 @@ TEST_CASE("acquire is exclusive") {
   REQUIRE(first.acquired);
   const auto second = acquire(c, keys, "token-b");
   CHECK_FALSE(second.acquired);
-  CHECK(second.pttl_ms > 0);
-  CHECK(second.pttl_ms <= 30'000);
+  CHECK(second.retry_ms > 0);
+  CHECK(second.retry_ms <= 30'000);
   CHECK(second.holder == "tester@test-host:42");
   CHECK(second.command == "make check");
   // Not even the same token acquires twice: a second run is a second holder.

@@ -25,6 +25,7 @@ struct RunOptions {
   std::string name;
   std::vector<std::string> command; // argv; ["/bin/sh", "-c", STR] for -c
   bool nonblock = false;
+  bool fair = false;            // --fair: wait in the FIFO queue
   std::optional<Duration> wait; // none: wait forever
   lock::LeaseTiming timing{};
   int conflict_exit_code = 75;

@@ -34,6 +34,7 @@ struct RawOptions {
   std::string kill_signal = "TERM";
   std::string shell_command;
   bool nonblock = false;
+  bool fair = false;
   bool verbose = false;
   bool quiet = false;
   bool version = false;
@@ -125,6 +126,8 @@ add_locking_options(CLI::App& app, RawOptions& raw) {
   const std::string waiting = "Waiting";
   app.add_flag(
          "-n,--nonblock", raw.nonblock, "fail at once if the lock is held")
+      ->group(waiting);
+  app.add_flag("--fair", raw.fair, "wait in line: first come, first served")
       ->group(waiting);
   app.add_option("-w,--wait,--timeout",
                  raw.wait,
@@ -248,6 +251,11 @@ run_cli11(CLI::App& app, std::vector<std::string> args) {
     throw_usage(
         (extra.starts_with('-') ? "unknown option " : "unexpected argument ")
         + quote(extra) + std::string(k_try_help));
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--ttl: 1 required D missing".
+    const std::string message = e.what();
+    throw_usage(message.substr(0, message.find(':')) + ": missing value"
+                + std::string(k_try_help));
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
@@ -352,8 +360,6 @@ run_options(const RawOptions& raw,
     throw_usage("--verbose and --quiet exclude each other");
   }
   RunOptions options;
-  options.name = validated_name(*split.name);
-  options.command = command_of(split, raw);
   options.server = server_options(raw, environment);
   const auto ttl = parse_duration_option(raw.ttl, "--ttl", false);
   std::optional<Duration> kill_after;
@@ -369,9 +375,14 @@ run_options(const RawOptions& raw,
     options.wait = parse_duration_option(raw.wait, "--wait", true);
   }
   options.nonblock = raw.nonblock || options.wait == Duration::zero();
+  options.fair = raw.fair;
   options.conflict_exit_code = parse_exit_code(raw.conflict_exit_code);
   options.kill_signal = value_or_usage_error(
       proc::parse_signal(raw.kill_signal), "--kill-signal");
+  // NAME and COMMAND last: a bad option value explains more than the
+  // "missing COMMAND" it may have caused by swallowing a word.
+  options.name = validated_name(*split.name);
+  options.command = command_of(split, raw);
   options.log_level = raw.verbose ? log::Level::verbose
                       : raw.quiet ? log::Level::quiet
                                   : log::Level::normal;

@@ -71,9 +71,10 @@ take_terminating(const proc::SignalBlock& signals) {
   return 0;
 }
 
-// Sleeps up to `duration`; returns a terminating signal that cut it short.
+// Sleeps up to `duration` or until `fd` turns readable; returns a
+// terminating signal that cut it short, or 0.
 int
-sleep_or_signal(const proc::SignalBlock& signals, Duration duration) {
+sleep_or_signal(const proc::SignalBlock& signals, int fd, Duration duration) {
   const BootTime end = boot_now() + duration;
   while (true) {
     const auto left = end - boot_now();
@@ -81,10 +82,15 @@ sleep_or_signal(const proc::SignalBlock& signals, Duration duration) {
       return 0;
     }
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-    const int signal =
-        signals.wait(static_cast<int>(std::min<long long>(ms, INT_MAX)));
-    if (signal != 0 && signal != SIGCHLD) {
+    std::array<pollfd, 2> fds{{{signals.fd(), POLLIN, 0}, {fd, POLLIN, 0}}};
+    ::poll(fds.data(),
+           fds.size(),
+           static_cast<int>(std::min<long long>(ms, INT_MAX)));
+    if (const int signal = take_terminating(signals)) {
       return signal;
+    }
+    if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      return 0;
     }
   }
 }
@@ -264,16 +270,22 @@ run_lock(const RunOptions& options) {
       redis::Connection::open(options.server.endpoint, options.server.connect));
   const auto keys = lock::keys_for(options.server.prefix, options.name);
   const auto token = random_token();
-  const auto outcome =
-      lock::wait_for_lock(*connection,
-                          keys,
-                          token,
-                          options.timing.ttl,
-                          holder_of(options),
-                          lock::WaitOptions{options.nonblock, options.wait},
-                          [&signals](Duration duration) {
-                            return sleep_or_signal(signals, duration);
-                          });
+  const lock::WaitHooks hooks{
+      [&options](const std::vector<std::string>& channels) {
+        return redis::Subscription::open(
+            options.server.endpoint, options.server.connect, channels);
+      },
+      [&signals](int fd, Duration duration) {
+        return sleep_or_signal(signals, fd, duration);
+      }};
+  const auto outcome = lock::wait_for_lock(
+      *connection,
+      keys,
+      token,
+      options.timing.ttl,
+      holder_of(options),
+      lock::WaitOptions{options.nonblock, options.wait, options.fair},
+      hooks);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     return exit_code::k_signal_base + outcome.signal;

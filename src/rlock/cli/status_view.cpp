@@ -12,8 +12,7 @@ namespace rlock::cli {
 
 namespace {
 
-constexpr std::size_t k_columns = 6;
-using Row = std::array<std::string, k_columns>;
+using Row = std::vector<std::string>;
 
 constexpr std::size_t k_name_max = 24;
 constexpr std::size_t k_holder_max = 28;
@@ -25,22 +24,28 @@ ttl_text(const lock::LockState& state) {
              : format_duration(std::chrono::milliseconds(state.ttl_ms));
 }
 
+// One row; the QUEUE cell only when `with_queue`. COMMAND comes last.
 Row
-row_of(const lock::LockState& state, std::int64_t now_ms) {
+row_of(const lock::LockState& state, std::int64_t now_ms, bool with_queue) {
+  Row row{truncate_columns(state.name, k_name_max)};
   if (!state.held) {
-    return {
-        truncate_columns(state.name, k_name_max), "-", "-", "-", "-", "(free)"};
+    row.insert(row.end(), {"-", "-", "-", "-"});
+  } else {
+    const auto held_for = std::chrono::milliseconds(
+        std::max<std::int64_t>(now_ms - state.acquired_ms, 0));
+    row.insert(row.end(),
+               {truncate_columns(state.user + "@" + state.host + ":"
+                                     + std::to_string(state.pid),
+                                 k_holder_max),
+                format_duration(held_for),
+                ttl_text(state),
+                std::to_string(state.fence)});
   }
-  const auto held_for = std::chrono::milliseconds(
-      std::max<std::int64_t>(now_ms - state.acquired_ms, 0));
-  return {truncate_columns(state.name, k_name_max),
-          truncate_columns(state.user + "@" + state.host + ":"
-                               + std::to_string(state.pid),
-                           k_holder_max),
-          format_duration(held_for),
-          ttl_text(state),
-          std::to_string(state.fence),
-          state.command};
+  if (with_queue) {
+    row.push_back(std::to_string(state.waiters));
+  }
+  row.push_back(state.held ? state.command : "(free)");
+  return row;
 }
 
 std::string
@@ -49,39 +54,53 @@ pad(const std::string& text, std::size_t width) {
   return text + std::string(width > used ? width - used : 0, ' ');
 }
 
-} // namespace
-
+// Lays the rows out in aligned columns; the last one is cut to fit `width`.
 std::string
-format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
-  std::vector<Row> rows{
-      {"NAME", "HOLDER", "HELD FOR", "TTL", "FENCE", "COMMAND"}};
-  for (const auto& state : snapshot.locks) {
-    rows.push_back(row_of(state, snapshot.server_now_ms));
-  }
-  std::array<std::size_t, k_columns> widths{};
+layout(const std::vector<Row>& rows, std::size_t width) {
+  const std::size_t columns = rows.front().size();
+  std::vector<std::size_t> widths(columns, 0);
   for (const auto& row : rows) {
-    for (std::size_t i = 0; i + 1 < k_columns; ++i) {
+    for (std::size_t i = 0; i + 1 < columns; ++i) {
       widths[i] = std::max(widths[i], column_width(row[i]));
     }
   }
   std::size_t used = 0;
-  for (std::size_t i = 0; i + 1 < k_columns; ++i) {
+  for (std::size_t i = 0; i + 1 < columns; ++i) {
     used += widths[i] + 2;
   }
-  const std::size_t command_width = width > used + 10 ? width - used : 10;
+  const std::size_t last_width = width > used + 10 ? width - used : 10;
   std::string out;
   for (const auto& row : rows) {
     std::string line;
-    for (std::size_t i = 0; i + 1 < k_columns; ++i) {
+    for (std::size_t i = 0; i + 1 < columns; ++i) {
       line += pad(row[i], widths[i] + 2);
     }
-    line += truncate_columns(row.back(), command_width);
+    line += truncate_columns(row.back(), last_width);
     while (!line.empty() && line.back() == ' ') {
       line.pop_back();
     }
     out += line + "\n";
   }
   return out;
+}
+
+} // namespace
+
+std::string
+format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
+  const bool with_queue =
+      std::any_of(snapshot.locks.begin(),
+                  snapshot.locks.end(),
+                  [](const auto& state) { return state.waiters > 0; });
+  std::vector<Row> rows{{"NAME", "HOLDER", "HELD FOR", "TTL", "FENCE"}};
+  if (with_queue) {
+    rows.front().push_back("QUEUE");
+  }
+  rows.front().push_back("COMMAND");
+  for (const auto& state : snapshot.locks) {
+    rows.push_back(row_of(state, snapshot.server_now_ms, with_queue));
+  }
+  return layout(rows, width);
 }
 
 std::string
@@ -105,6 +124,8 @@ format_status_json(const lock::StatusSnapshot& snapshot) {
         entry[field] = nullptr;
       }
     }
+    // A queue can form behind a lock that just turned free, too.
+    entry["waiters"] = state.waiters;
     locks.push_back(std::move(entry));
   }
   // Replace invalid UTF-8 rather than throw: names and commands are bytes.

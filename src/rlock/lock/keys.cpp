@@ -23,7 +23,12 @@ escape_glob(std::string_view text) {
 LockKeys
 keys_for(std::string_view prefix, std::string_view name) {
   const std::string lock = std::string(prefix) + "{" + std::string(name) + "}";
-  return LockKeys{std::string(name), lock, lock + ":fence"};
+  return LockKeys{std::string(name),
+                  lock,
+                  lock + ":fence",
+                  lock + ":queue",
+                  lock + ":alive",
+                  lock + ":"};
 }
 
 std::string

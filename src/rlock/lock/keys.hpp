@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rlock::lock {
 
@@ -13,9 +14,34 @@ inline constexpr std::size_t k_max_name_bytes = 1024;
 // one slot when the layout moves to Redis Cluster.
 struct LockKeys {
   std::string name;
+  // <prefix>{NAME}: hash of the holder, expires with the lease
+  std::string lock;
+  // <prefix>{NAME}:fence: counter that never expires
+  std::string fence;
+  // <prefix>{NAME}:queue: --fair waiters in arrival order
+  std::string queue;
+  // <prefix>{NAME}:alive: when each queue entry expires
+  std::string alive;
+  // <prefix>{NAME}: the start of the wake-up channels' names
+  std::string channel_prefix;
+
+  // Returns the four keys every lock script takes, in order.
+  std::vector<std::string>
+  script_keys() const {
+    return {lock, fence, queue, alive};
+  }
+
+  // Returns the channel on which a release wakes waiters outside the queue.
   std::string
-      lock; // <prefix>{NAME}: hash of the holder, expires with the lease
-  std::string fence; // <prefix>{NAME}:fence: counter that never expires
+  released_channel() const {
+    return channel_prefix + "released";
+  }
+
+  // Returns the channel on which a release wakes the queue's head `token`.
+  std::string
+  wake_channel(const std::string& token) const {
+    return channel_prefix + "wake:" + token;
+  }
 };
 
 // Returns the keys of lock `name` under `prefix`.

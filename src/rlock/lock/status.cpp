@@ -76,17 +76,29 @@ server_time_ms(redis::Connection& connection) {
 
 // Reads `states` (names and keys set) in pipelined batches.
 void
-read_states(redis::Connection& connection, std::vector<LockState>& states) {
+read_states(redis::Connection& connection,
+            std::string_view prefix,
+            std::int64_t now_ms,
+            std::vector<LockState>& states) {
+  const std::string live_from = "(" + std::to_string(now_ms);
   for (std::size_t start = 0; start < states.size(); start += k_batch) {
     const auto end = std::min(states.size(), start + k_batch);
     for (auto i = start; i < end; ++i) {
       connection.append({"HGETALL", states[i].key});
       connection.append({"PTTL", states[i].key});
+      connection.append({"ZCOUNT",
+                         keys_for(prefix, states[i].name).alive,
+                         live_from,
+                         "+inf"});
     }
     for (auto i = start; i < end; ++i) {
       auto hash = connection.read_reply();
       auto pttl = connection.read_reply();
+      auto waiters = connection.read_reply();
       read_hash(states[i], hash, pttl);
+      redis::throw_if_error(waiters,
+                            "cannot read the queue of " + states[i].key);
+      states[i].waiters = redis::integer_of(waiters.get(), "ZCOUNT");
     }
   }
 }
@@ -131,7 +143,7 @@ read_locks(redis::Connection& connection,
     state.key = keys_for(prefix, name).lock;
     snapshot.locks.push_back(std::move(state));
   }
-  read_states(connection, snapshot.locks);
+  read_states(connection, prefix, snapshot.server_now_ms, snapshot.locks);
   return snapshot;
 }
 

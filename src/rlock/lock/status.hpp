@@ -24,6 +24,8 @@ struct LockState {
   std::string command;
   std::int64_t acquired_ms = 0; // server time, ms since the epoch
   std::int64_t renewals = 0;
+  // Waiters alive in the --fair queue (others are not counted).
+  std::int64_t waiters = 0;
 };
 
 struct StatusSnapshot {

@@ -1,5 +1,6 @@
 #include <rlock/lock/backoff.hpp>
 #include <rlock/lock/waiter.hpp>
+#include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -11,20 +12,152 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// How long to sleep before the next attempt, or nothing when the deadline
-// has passed.
-std::optional<Duration>
-next_delay(Backoff& backoff,
-           const AcquireAttempt& attempt,
-           std::optional<BootTime> deadline) {
-  auto delay = backoff.next();
-  if (attempt.pttl_ms >= 0) {
-    // The lease runs out by then unless renewed: look again right after.
-    delay = std::min<Duration>(
-        delay, std::chrono::milliseconds(attempt.pttl_ms) + 5ms);
+// A queued waiter refreshes its place this often.
+constexpr Duration k_queue_refresh = k_queue_entry_ttl / 2;
+
+// Slack after the holder's lease should have run out, so that the server has
+// expired it when we look.
+constexpr Duration k_expiry_slack = 5ms;
+
+std::string
+ordinal(std::int64_t n) {
+  const auto tens = n % 100;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : n % 10 == 1              ? "st"
+                       : n % 10 == 2              ? "nd"
+                       : n % 10 == 3              ? "rd"
+                                                  : "th";
+  return std::to_string(n) + suffix;
+}
+
+class Waiter {
+public:
+  Waiter(redis::Connection& connection,
+         const LockKeys& keys,
+         const std::string& token,
+         Duration ttl,
+         const Holder& holder,
+         const WaitOptions& options,
+         const WaitHooks& hooks)
+      : m_connection(connection), m_keys(keys), m_token(token), m_ttl(ttl),
+        m_holder(holder), m_options(options), m_hooks(hooks) {
+    if (options.timeout) {
+      m_deadline = boot_now() + *options.timeout;
+    }
   }
-  if (deadline) {
-    const auto left = *deadline - boot_now();
+
+  WaitOutcome run();
+
+private:
+  AcquireAttempt attempt();
+  std::optional<Duration> next_delay(const AcquireAttempt& attempt);
+  void report(const AcquireAttempt& attempt);
+  void subscribe();
+  void take_wakeups();
+  void give_up();
+
+  redis::Connection& m_connection;
+  const LockKeys& m_keys;
+  const std::string& m_token;
+  Duration m_ttl;
+  const Holder& m_holder;
+  const WaitOptions& m_options;
+  const WaitHooks& m_hooks;
+  std::optional<BootTime> m_deadline;
+  std::optional<redis::Subscription> m_subscription;
+  std::optional<Backoff> m_safety_net;
+  std::string m_last_report;
+};
+
+AcquireAttempt
+Waiter::attempt() {
+  return try_acquire(m_connection,
+                     m_keys,
+                     m_token,
+                     m_ttl,
+                     m_holder,
+                     m_options.fair ? k_queue_entry_ttl : Duration::zero());
+}
+
+WaitOutcome
+Waiter::run() {
+  WaitOutcome outcome;
+  outcome.attempt = attempt();
+  if (outcome.attempt.acquired) {
+    outcome.kind = WaitOutcome::Kind::acquired;
+    return outcome;
+  }
+  if (m_options.nonblock) {
+    return outcome;
+  }
+  // Subscribed first, then asked again: a release between the first attempt
+  // and the subscription is seen by the second attempt, any later one by a
+  // message. Uncontended runs never pay for the subscription.
+  subscribe();
+  while (true) {
+    outcome.attempt = attempt();
+    if (outcome.attempt.acquired) {
+      outcome.kind = WaitOutcome::Kind::acquired;
+      return outcome;
+    }
+    report(outcome.attempt);
+    const auto delay = next_delay(outcome.attempt);
+    if (!delay) {
+      give_up();
+      return outcome;
+    }
+    if (const int signal = m_hooks.sleep(m_subscription->fd(), *delay)) {
+      give_up();
+      outcome.kind = WaitOutcome::Kind::interrupted;
+      outcome.signal = signal;
+      return outcome;
+    }
+    // Woken by a message, or the delay has passed: look again either way.
+    take_wakeups();
+  }
+}
+
+// Empties the subscription. A broken one is opened again; the attempt that
+// follows covers a message lost meanwhile.
+void
+Waiter::take_wakeups() {
+  try {
+    m_subscription->take_messages();
+  } catch (const Error& e) {
+    log::info(std::string(e.what()) + "; subscribing again");
+    m_subscription.reset();
+    subscribe();
+  }
+}
+
+void
+Waiter::subscribe() {
+  m_subscription.emplace(m_hooks.subscribe(
+      {m_keys.released_channel(), m_keys.wake_channel(m_token)}));
+}
+
+// How long to sleep before the next attempt, unless a message comes first;
+// nothing when the deadline has passed.
+std::optional<Duration>
+Waiter::next_delay(const AcquireAttempt& attempt) {
+  if (!m_safety_net) {
+    const Duration holder_ttl =
+        attempt.holder_ttl_ms > 0
+            ? Duration(std::chrono::milliseconds(attempt.holder_ttl_ms))
+            : m_ttl;
+    const Duration span = std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
+    m_safety_net.emplace(span / 2, span, span / 2);
+  }
+  Duration delay = m_safety_net->next();
+  if (attempt.retry_ms >= 0) {
+    delay = std::min<Duration>(
+        delay, std::chrono::milliseconds(attempt.retry_ms) + k_expiry_slack);
+  }
+  if (m_options.fair) {
+    delay = std::min(delay, k_queue_refresh);
+  }
+  if (m_deadline) {
+    const auto left = *m_deadline - boot_now();
     if (left <= Duration::zero()) {
       return std::nullopt;
     }
@@ -33,15 +166,33 @@ next_delay(Backoff& backoff,
   return delay;
 }
 
-// Says whom we wait for: once, and again when the holder changes.
+// Says whom we wait for and our place in line: once, and again on change.
 void
-report_holder(const std::string& name,
-              const AcquireAttempt& attempt,
-              std::string& last_reported) {
-  const std::string who = attempt.holder + " (" + attempt.command + ")";
-  if (who != last_reported) {
-    log::info("waiting for " + quote(name) + " held by " + who);
-    last_reported = who;
+Waiter::report(const AcquireAttempt& attempt) {
+  std::string text = attempt.holder;
+  if (!attempt.command.empty()) {
+    text += " (" + attempt.command + ")";
+  }
+  if (attempt.place > 0) {
+    text += "; " + ordinal(attempt.place) + " in line";
+  }
+  if (text != m_last_report) {
+    log::info("waiting for " + quote(m_keys.name) + " held by " + text);
+    m_last_report = text;
+  }
+}
+
+// Leaves the queue, so that nobody waits for a waiter that is gone.
+void
+Waiter::give_up() {
+  if (!m_options.fair) {
+    return;
+  }
+  try {
+    leave_queue(m_connection, m_keys, m_token);
+  } catch (const Error& e) {
+    log::warning(std::string(e.what()) + "; the queue entry expires within "
+                 + format_duration(k_queue_entry_ttl));
   }
 }
 
@@ -54,35 +205,8 @@ wait_for_lock(redis::Connection& connection,
               Duration ttl,
               const Holder& holder,
               const WaitOptions& options,
-              const InterruptibleSleep& sleep) {
-  const auto start = boot_now();
-  std::optional<BootTime> deadline;
-  if (options.timeout) {
-    deadline = start + *options.timeout;
-  }
-  Backoff backoff(20ms, 1s, 1ms);
-  std::string last_reported;
-  WaitOutcome outcome;
-  while (true) {
-    outcome.attempt = try_acquire(connection, keys, token, ttl, holder);
-    if (outcome.attempt.acquired) {
-      outcome.kind = WaitOutcome::Kind::acquired;
-      return outcome;
-    }
-    if (options.nonblock) {
-      return outcome;
-    }
-    report_holder(keys.name, outcome.attempt, last_reported);
-    const auto delay = next_delay(backoff, outcome.attempt, deadline);
-    if (!delay) {
-      return outcome;
-    }
-    if (const int signal = sleep(*delay)) {
-      outcome.kind = WaitOutcome::Kind::interrupted;
-      outcome.signal = signal;
-      return outcome;
-    }
-  }
+              const WaitHooks& hooks) {
+  return Waiter(connection, keys, token, ttl, holder, options, hooks).run();
 }
 
 } // namespace rlock::lock

@@ -1,20 +1,32 @@
 #pragma once
 
 #include <rlock/lock/protocol.hpp>
+#include <rlock/redis/subscription.hpp>
 
 #include <functional>
 #include <optional>
 
 namespace rlock::lock {
 
+// How long a --fair waiter's place in the queue lasts unless refreshed; a
+// waiter that died leaves the queue after at most this long.
+inline constexpr Duration k_queue_entry_ttl = std::chrono::seconds(10);
+
 struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
+  bool fair = false;               // --fair: wait in the FIFO queue
 };
 
-// Sleeps for up to the given time. Returns the number of the signal that
-// ended the sleep early, or 0.
-using InterruptibleSleep = std::function<int(Duration)>;
+// What the waiter needs from its caller.
+struct WaitHooks {
+  // Opens a subscription to `channels` on a connection of its own.
+  std::function<redis::Subscription(const std::vector<std::string>& channels)>
+      subscribe;
+  // Waits up to the given time for `fd` to turn readable. Returns the number
+  // of a signal that ended the wait, or 0.
+  std::function<int(int fd, Duration timeout)> sleep;
+};
 
 struct WaitOutcome {
   enum class Kind { acquired, timed_out, interrupted };
@@ -24,16 +36,17 @@ struct WaitOutcome {
   int signal = 0;         // when interrupted
 };
 
-// Tries to acquire until it succeeds, the timeout runs out or a signal ends
-// the wait. Between attempts it backs off with jitter, never past the
-// holder's remaining lease nor past the deadline. Throws Error (unavailable)
-// when Redis fails.
+// Acquires the lock, waiting for it unless nonblock. A waiter is woken by the
+// release (pub/sub, published by the release script), by the holder's lease
+// running out (it sleeps until then, never polling), or, as a safety net
+// against a lost message, after a jittered delay of a third of the holder's
+// TTL at most. Throws Error (unavailable) when Redis fails.
 WaitOutcome wait_for_lock(redis::Connection& connection,
                           const LockKeys& keys,
                           const std::string& token,
                           Duration ttl,
                           const Holder& holder,
                           const WaitOptions& options,
-                          const InterruptibleSleep& sleep);
+                          const WaitHooks& hooks);
 
 } // namespace rlock::lock

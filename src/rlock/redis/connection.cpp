@@ -128,6 +128,26 @@ Connection::read_reply() {
   return Reply(static_cast<redisReply*>(raw));
 }
 
+std::optional<Reply>
+Connection::take_arrived_reply(bool read_socket) {
+  if (read_socket && redisBufferRead(m_context.get()) != REDIS_OK) {
+    throw_io_error();
+  }
+  void* raw = nullptr;
+  if (redisGetReplyFromReader(m_context.get(), &raw) != REDIS_OK) {
+    throw_io_error();
+  }
+  if (raw == nullptr) {
+    return std::nullopt;
+  }
+  return Reply(static_cast<redisReply*>(raw));
+}
+
+int
+Connection::fd() const {
+  return m_context->fd;
+}
+
 void
 Connection::set_io_timeout(Duration timeout) {
   if (timeout != m_io_timeout) {

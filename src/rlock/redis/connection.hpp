@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,14 @@ public:
 
   // Returns the next reply of a pipeline. Throws as command() does.
   Reply read_reply();
+
+  // Returns a reply that has fully arrived, without blocking: first reads
+  // what the socket holds when `read_socket`, then takes one buffered reply.
+  // Nothing when no reply is complete. Throws as command() does.
+  std::optional<Reply> take_arrived_reply(bool read_socket);
+
+  // Returns the socket, to wait on with poll(2).
+  int fd() const;
 
   // Sets how long any one reply may take from now on.
   void set_io_timeout(Duration timeout);

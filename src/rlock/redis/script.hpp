@@ -20,6 +20,7 @@ struct Script {
 extern const Script k_acquire_script;
 extern const Script k_renew_script;
 extern const Script k_release_script;
+extern const Script k_leave_script;
 
 // Runs `script` with EVALSHA, and with EVAL when the server answers NOSCRIPT
 // (after a restart or SCRIPT FLUSH), which also caches it again. Returns the

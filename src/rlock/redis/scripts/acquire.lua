@@ -1,25 +1,44 @@
--- Takes the lock when it is free, in one atomic step.
--- KEYS[1]  the lock: a hash that expires with the lease
--- KEYS[2]  the fencing counter: never expires, so fences keep increasing
---          across releases and expiries
+-- Takes the lock when it is free and no live waiter is ahead in the queue,
+-- in one atomic step; otherwise (with a queue lifetime) joins or refreshes
+-- this waiter's place in the queue.
 -- ARGV[1]  the holder's token        ARGV[2]  the lease length in ms
 -- ARGV[3]  host   ARGV[4]  pid   ARGV[5]  user   ARGV[6]  command line
--- Returns {1, fence} when acquired; {0, pttl_ms, "user@host:pid", command}
--- when someone else holds it (pttl_ms is -1 for a key without expiry).
-if redis.replicate_commands then
-  pcall(redis.replicate_commands)
+-- ARGV[7]  queue entry lifetime in ms; 0 to wait outside the queue
+-- Returns {1, fence} when acquired; otherwise
+-- {0, retry_ms, "user@host:pid", command, place, holder_ttl_ms}: retry_ms is
+-- when to look again at the latest (the lease's PTTL, or the expiry of the
+-- waiter ahead; -1 for a lease without expiry), place is the 1-based place
+-- in the queue (0 outside it).
+local token = ARGV[1]
+local head, head_expiry = live_head()
+local held = redis.call('EXISTS', KEYS[1]) == 1
+if not held and (head == nil or head == token) then
+  leave_queue(token)
+  local fence = redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[1],
+    'token', token, 'fence', fence, 'ttl_ms', ARGV[2],
+    'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
+    'acquired_ms', string.format('%d', now_ms), 'renewals', 0)
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, fence}
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command')
-  local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
-  return {0, redis.call('PTTL', KEYS[1]), who, holder[4] or ''}
+
+local place = 0
+local queue_ttl = tonumber(ARGV[7])
+if queue_ttl > 0 then
+  if not redis.call('ZSCORE', KEYS[3], token) then
+    redis.call('ZADD', KEYS[3], string.format('%d', now_us), token)
+  end
+  redis.call('ZADD', KEYS[4], string.format('%d', now_ms + queue_ttl), token)
+  -- If every waiter dies, the queue goes by itself.
+  redis.call('PEXPIRE', KEYS[3], queue_ttl * 2)
+  redis.call('PEXPIRE', KEYS[4], queue_ttl * 2)
+  place = redis.call('ZRANK', KEYS[3], token) + 1
 end
-local fence = redis.call('INCR', KEYS[2])
-local now = redis.call('TIME')
-local acquired_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('HSET', KEYS[1],
-  'token', ARGV[1], 'fence', fence, 'ttl_ms', ARGV[2],
-  'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
-  'acquired_ms', string.format('%d', acquired_ms), 'renewals', 0)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, fence}
+
+if not held then
+  return {0, head_expiry - now_ms, 'the next waiter in the queue', '', place, 0}
+end
+local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command', 'ttl_ms')
+local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
+return {0, redis.call('PTTL', KEYS[1]), who, holder[4] or '', place, tonumber(holder[5]) or 0}

@@ -1,5 +1,4 @@
 -- Extends the lease, only for the holder of the token.
--- KEYS[1]  the lock hash
 -- ARGV[1]  the holder's token        ARGV[2]  the new lease length in ms
 -- Returns 1 when extended, 0 when the lock is not held by this token.
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then

@@ -1,0 +1,10 @@
+-- Takes a waiter that gives up (-w ran out, a signal) out of the queue; if
+-- the lock is free, wakes the next waiter, since a wake-up may have been meant
+-- for this one.
+-- ARGV[1]  the waiter's token        ARGV[2]  the channel prefix
+-- Returns 1.
+leave_queue(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  wake_next(ARGV[2])
+end
+return 1
