@@ -5,6 +5,7 @@
 #   make test         unit, Redis and CLI tests
 #   make asan         the same tests on an ASan+UBSan build
 #   make clang        build with clang, warnings as errors
+#   make bench        rlock against flock, etcd and redis-py (bench/RESULTS.md)
 #   make check-format / make format / make lint
 #   make install PREFIX=/usr/local DESTDIR=
 
@@ -74,8 +75,8 @@ install: build
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 bench:
-	@echo "make bench: not implemented yet (the waiting/benchmark issue)" >&2
-	@exit 1
+	@$(MAKE) --no-print-directory build
+	bench/run $(BUILD_DIR)/rlock
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(CLANG_DIR)

@@ -192,7 +192,7 @@ _rlock()
       return 0
     fi
     local opts=(
-      -n --nonblock -w --wait --timeout -t --ttl
+      -n --nonblock -w --wait --timeout --fair -t --ttl
       -E --conflict-exit-code -c --command --url --prefix
       --kill-signal --kill-after --connect-timeout --io-timeout
       -v --verbose -q --quiet -h --help -V --version
