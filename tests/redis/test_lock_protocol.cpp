@@ -55,11 +55,6 @@ pttl(redis::Connection& c, const std::string& key) {
 
 } // namespace
 
-TEST_CASE("the database is empty before the suite") {
-  auto c = connect();
-  CHECK(c.command({"DBSIZE"})->integer == 0);
-}
-
 TEST_CASE("acquire is exclusive") {
   auto c = connect();
   const auto keys = fresh_keys();
