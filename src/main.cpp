@@ -3,6 +3,7 @@
 #include <rlock/cli/parser.hpp>
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/status.hpp>
+#include <rlock/cli/step.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
@@ -42,6 +43,9 @@ dispatch(const rlock::cli::ParsedCommand& command) {
   if (const auto* status = std::get_if<StatusOptions>(&command)) {
     return run_status(*status);
   }
+  if (const auto* step = std::get_if<StepOptions>(&command)) {
+    return run_step(*step);
+  }
   return run_lock(std::get<RunOptions>(command));
 }
 
@@ -51,8 +55,10 @@ int
 main(int argc, char** argv) {
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
-    const rlock::cli::Environment environment{
-        env("RLOCK_URL"), env("REDIS_URL"), env("RLOCK_PREFIX")};
+    const rlock::cli::Environment environment{env("RLOCK_URL"),
+                                              env("REDIS_URL"),
+                                              env("RLOCK_PREFIX"),
+                                              env("RLOCK_TOKEN")};
     return close_stdout(
         dispatch(rlock::cli::parse_command_line(args, environment)));
   } catch (const rlock::Error& e) {

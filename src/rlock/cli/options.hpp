@@ -31,6 +31,30 @@ struct RunOptions {
   int conflict_exit_code = 75;
   int kill_signal = 15;
   log::Level log_level = log::Level::normal;
+  std::optional<Duration> hold;     // --hold: keep the lock at least this long
+  std::optional<Duration> once_per; // --once-per: one success per slot
+  std::string events_path;          // --events: JSON lines; "-" is stderr
+};
+
+// rlock acquire|extend|release|check|wait: one step of a lock's life, for
+// shell scripts.
+struct StepOptions {
+  enum class Action { acquire, extend, release, check, wait };
+  enum class Output { token, json, env };
+
+  Action action = Action::acquire;
+  ServerOptions server;
+  std::string name;
+  std::string token; // --token, else $RLOCK_TOKEN
+  Duration ttl{};    // acquire: --ttl (5m); extend: zero keeps the lock's
+  bool nonblock = false;
+  std::optional<Duration> wait;
+  bool fair = false;
+  int conflict_exit_code = 75;
+  Output output = Output::token;
+  bool force = false;
+  Duration min_validity{};
+  log::Level log_level = log::Level::normal;
 };
 
 // rlock status [--json] [NAME...]
@@ -38,6 +62,9 @@ struct StatusOptions {
   ServerOptions server;
   std::vector<std::string> names;
   bool json = false;
+  bool wide = false;             // --wide: COMMAND never cut
+  std::string match;             // --match: glob over NAMEs of a listing
+  std::optional<Duration> watch; // --watch: redraw every D until interrupted
 };
 
 // --help or --version: text for stdout, exit 0.
@@ -45,13 +72,15 @@ struct InfoRequest {
   std::string text;
 };
 
-using ParsedCommand = std::variant<RunOptions, StatusOptions, InfoRequest>;
+using ParsedCommand =
+    std::variant<RunOptions, StatusOptions, StepOptions, InfoRequest>;
 
 // The environment variables that supply defaults.
 struct Environment {
   std::optional<std::string> rlock_url;    // $RLOCK_URL
   std::optional<std::string> redis_url;    // $REDIS_URL
   std::optional<std::string> rlock_prefix; // $RLOCK_PREFIX
+  std::optional<std::string> rlock_token;  // $RLOCK_TOKEN
 };
 
 } // namespace rlock::cli

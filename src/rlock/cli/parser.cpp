@@ -1,5 +1,5 @@
 #include <rlock/cli/parser.hpp>
-#include <rlock/lock/keys.hpp>
+#include <rlock/cli/raw_options.hpp>
 #include <rlock/proc/signals.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
@@ -9,7 +9,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <charconv>
+#include <map>
 #include <memory>
 
 namespace rlock::cli {
@@ -17,29 +17,29 @@ namespace rlock::cli {
 namespace {
 
 using namespace std::chrono_literals;
+using detail::k_try_help;
+using detail::RawOptions;
+using Action = StepOptions::Action;
 
-constexpr std::string_view k_default_url = "redis://127.0.0.1:6379/0";
-constexpr std::string_view k_try_help = " (try 'rlock --help')";
+const std::map<std::string, Action, std::less<>> k_steps{
+    {"acquire", Action::acquire},
+    {"extend", Action::extend},
+    {"release", Action::release},
+    {"check", Action::check},
+    {"wait", Action::wait},
+};
 
-// The options as typed, before validation.
-struct RawOptions {
-  std::string url;
-  std::string prefix;
-  std::string wait;
-  std::string ttl = "30s";
-  std::string kill_after;
-  std::string connect_timeout = "2s";
-  std::string io_timeout = "5s";
-  std::string conflict_exit_code = "75";
-  std::string kill_signal = "TERM";
-  std::string shell_command;
-  bool nonblock = false;
-  bool fair = false;
-  bool verbose = false;
-  bool quiet = false;
-  bool version = false;
-  bool json = false;
-  std::vector<std::string> status_names;
+const std::map<Action, std::string> k_step_footers{
+    {Action::acquire,
+     "Exit: 0 acquired (token on stdout), 75 not acquired (-E), 69 Redis\n"
+     "unavailable. Example: eval \"$(rlock acquire --env NAME)\""},
+    {Action::extend, "Exit: 0 extended, 1 not held by that token."},
+    {Action::release,
+     "Exit: 0 released, 1 not held by that token (or free, with --force)."},
+    {Action::check,
+     "Exit: 0 the token holds the lock with at least --min-validity left,\n"
+     "1 otherwise."},
+    {Action::wait, "Exit: 0 the lock is free, 75 -w ran out (-E)."},
 };
 
 // The options that take a value, so that the split before NAME can skip it.
@@ -57,7 +57,10 @@ const std::vector<std::string_view> k_valued_options{"--url",
                                                      "--kill-signal",
                                                      "--kill-after",
                                                      "--connect-timeout",
-                                                     "--io-timeout"};
+                                                     "--io-timeout",
+                                                     "--hold",
+                                                     "--once-per",
+                                                     "--events"};
 
 bool
 takes_value(std::string_view option) {
@@ -65,17 +68,43 @@ takes_value(std::string_view option) {
          != k_valued_options.end();
 }
 
+// Adds an option whose absence differs from an empty value.
+CLI::Option*
+add_optional(CLI::App& app,
+             const std::string& names,
+             std::optional<std::string>& target,
+             const std::string& help) {
+  return app.add_option_function<std::string>(
+      names, [&target](const std::string& value) { target = value; }, help);
+}
+
+bool
+is_subcommand(std::string_view word) {
+  return word == "status" || k_steps.contains(word);
+}
+
+const std::map<std::string, std::string, std::less<>> k_usage{
+    {"status",
+     "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
+     "[NAME...]"},
+    {"acquire", "rlock acquire [-n|-w D] [-t D] [--fair] [--json|--env] NAME"},
+    {"extend", "rlock extend [--token T] [-t D] NAME"},
+    {"release", "rlock release [--token T | --force] NAME"},
+    {"check", "rlock check [--token T] [--min-validity D] NAME"},
+    {"wait", "rlock wait [-w D] NAME"},
+};
+
 class Formatter : public CLI::Formatter {
 public:
   std::string
   make_usage(const CLI::App* app, std::string) const override {
     if (app->get_parent() != nullptr) {
-      return "Usage: rlock status [--json] [OPTIONS] [NAME...]\n\n";
+      return "Usage: " + k_usage.at(app->get_name()) + "\n\n";
     }
     return "Usage: rlock [OPTIONS] NAME COMMAND [ARG...]\n"
            "       rlock [OPTIONS] NAME -c 'SHELL COMMAND'\n"
            "       rlock [OPTIONS] -- NAME COMMAND [ARG...]\n"
-           "       rlock [OPTIONS] -c 'SHELL COMMAND' NAME\n"
+           "       rlock acquire|extend|release|check|wait [OPTIONS] NAME\n"
            "       rlock status [--json] [--url URL] [--prefix P] [NAME...]\n"
            "       rlock --help | --version\n\n";
   }
@@ -105,33 +134,29 @@ add_server_options(CLI::App& app, RawOptions& raw) {
 }
 
 void
-add_locking_options(CLI::App& app, RawOptions& raw) {
-  const std::string locking = "Locking";
-  app.add_option("-t,--ttl", raw.ttl, "lease length, renewed every TTL/3 (30s)")
-      ->type_name("D")
-      ->group(locking);
-  app.add_option("-c,--command", raw.shell_command, "run STR with /bin/sh -c")
-      ->type_name("STR")
-      ->group(locking);
-  app.add_option("--kill-signal",
-                 raw.kill_signal,
-                 "to the command's group on lock loss (TERM)")
-      ->type_name("SIG")
-      ->group(locking);
-  app.add_option("--kill-after",
-                 raw.kill_after,
-                 "then SIGKILL after D (TTL/6, at most 10s)")
-      ->type_name("D")
-      ->group(locking);
+add_output_options(CLI::App& app, RawOptions& raw) {
+  const std::string output = "Output";
+  app.add_flag("-v,--verbose", raw.verbose, "lifecycle lines on stderr")
+      ->group(output);
+  app.add_flag("-q,--quiet", raw.quiet, "nothing but errors on stderr")
+      ->group(output);
+  app.set_help_flag("-h,--help", "print this help and exit")->group(output);
+}
+
+void
+add_wait_options(CLI::App& app, RawOptions& raw, bool with_nonblock) {
   const std::string waiting = "Waiting";
-  app.add_flag(
-         "-n,--nonblock", raw.nonblock, "fail at once if the lock is held")
-      ->group(waiting);
-  app.add_flag("--fair", raw.fair, "wait in line: first come, first served")
-      ->group(waiting);
-  app.add_option("-w,--wait,--timeout",
-                 raw.wait,
-                 "give up after D; -w 0 is -n (forever)")
+  if (with_nonblock) {
+    app.add_flag(
+           "-n,--nonblock", raw.nonblock, "fail at once if the lock is held")
+        ->group(waiting);
+    app.add_flag("--fair", raw.fair, "wait in line: first come, first served")
+        ->group(waiting);
+  }
+  add_optional(app,
+               "-w,--wait,--timeout",
+               raw.wait,
+               "give up after D; -w 0 is -n (forever)")
       ->type_name("D")
       ->group(waiting);
   app.add_option("-E,--conflict-exit-code",
@@ -142,15 +167,115 @@ add_locking_options(CLI::App& app, RawOptions& raw) {
 }
 
 void
-add_output_options(CLI::App& app, RawOptions& raw) {
-  const std::string output = "Output";
-  app.add_flag("-v,--verbose", raw.verbose, "lifecycle lines on stderr")
-      ->group(output);
-  app.add_flag("-q,--quiet", raw.quiet, "nothing but errors on stderr")
-      ->group(output);
-  app.set_help_flag("-h,--help", "print this help and exit")->group(output);
+setup_run(CLI::App& app, RawOptions& raw) {
+  const std::string locking = "Locking";
+  add_optional(
+      app, "-t,--ttl", raw.ttl, "lease length, renewed every TTL/3 (30s)")
+      ->type_name("D")
+      ->group(locking);
+  app.add_option("-c,--command", raw.shell_command, "run STR with /bin/sh -c")
+      ->type_name("STR")
+      ->group(locking);
+  app.add_option("--kill-signal",
+                 raw.kill_signal,
+                 "to the command's group on lock loss (TERM)")
+      ->type_name("SIG")
+      ->group(locking);
+  add_optional(app,
+               "--kill-after",
+               raw.kill_after,
+               "then SIGKILL after D (TTL/6, at most 10s)")
+      ->type_name("D")
+      ->group(locking);
+  const std::string cron = "Cron";
+  add_optional(
+      app, "--hold", raw.hold, "keep the lock at least D after acquiring it")
+      ->type_name("D")
+      ->group(cron);
+  add_optional(app,
+               "--once-per",
+               raw.once_per,
+               "at most one successful run per D-long slot")
+      ->type_name("D")
+      ->group(cron);
+  add_wait_options(app, raw, true);
+  add_server_options(app, raw);
+  add_output_options(app, raw);
+  app.add_option("--events",
+                 raw.events,
+                 "lifecycle events as JSON lines to FILE (- for stderr)")
+      ->type_name("FILE")
+      ->group("Output");
   app.add_flag("-V,--version", raw.version, "print the version and exit")
+      ->group("Output");
+}
+
+void
+setup_status(CLI::App& status, RawOptions& raw) {
+  status.add_option("NAME", raw.names, "locks to show (default: all held)")
+      ->type_name("");
+  const std::string output = "Output";
+  status.add_flag("--json", raw.json, "print a JSON array")->group(output);
+  status.add_flag("--wide", raw.wide, "never cut the COMMAND column")
       ->group(output);
+  status.add_option("--match", raw.match, "only NAMEs matching a glob")
+      ->type_name("GLOB")
+      ->group(output);
+  status.add_flag("--watch", raw.watch, "redraw until interrupted")
+      ->group(output);
+  status.add_option("-i,--interval", raw.interval, "redraw every D (2s)")
+      ->type_name("D")
+      ->group(output);
+  add_server_options(status, raw);
+  status.set_help_flag("-h,--help", "print this help and exit")->group(output);
+  status.footer("Exit: 0 all named locks held (or a listing), 1 one is free,\n"
+                "69 Redis unavailable, 74 output could not be written.");
+}
+
+void
+setup_step(CLI::App& step, Action action, RawOptions& raw) {
+  step.add_option("NAME", raw.names, "the lock")
+      ->type_name("")
+      ->expected(1)
+      ->required();
+  const std::string locking = "Locking";
+  if (action == Action::acquire || action == Action::extend) {
+    add_optional(step,
+                 "-t,--ttl",
+                 raw.ttl,
+                 action == Action::acquire
+                     ? "lease length, not renewed (5m)"
+                     : "new lease length (the one it was taken with)")
+        ->type_name("D")
+        ->group(locking);
+  }
+  if (action != Action::acquire && action != Action::wait) {
+    step.add_option("--token", raw.token, "the holder's token ($RLOCK_TOKEN)")
+        ->type_name("T")
+        ->group(locking);
+  }
+  if (action == Action::release) {
+    step.add_flag("--force", raw.force, "break the lock, whoever holds it")
+        ->group(locking);
+  }
+  if (action == Action::check) {
+    step.add_option("--min-validity",
+                    raw.min_validity,
+                    "succeed only with at least D left (0)")
+        ->type_name("D")
+        ->group(locking);
+  }
+  if (action == Action::acquire || action == Action::wait) {
+    add_wait_options(step, raw, action == Action::acquire);
+  }
+  if (action == Action::acquire) {
+    step.add_flag("--json", raw.json, "print {name, key, token, fence, ttl_ms}")
+        ->group("Output");
+    step.add_flag("--env", raw.env, "print RLOCK_* assignments for eval")
+        ->group("Output");
+  }
+  add_server_options(step, raw);
+  add_output_options(step, raw);
 }
 
 std::unique_ptr<CLI::App>
@@ -160,31 +285,34 @@ build_app(RawOptions& raw) {
   app->name("rlock");
   app->formatter(std::make_shared<Formatter>());
   app->get_formatter()->column_width(30);
-  add_locking_options(*app, raw);
-  add_server_options(*app, raw);
-  add_output_options(*app, raw);
+  setup_run(*app, raw);
   app->footer(
       "Durations: 500ms, 30s, 5m, 1h, 1.5s, or seconds (0.5).\n"
       "Examples:\n"
       "  rlock -n nightly-report ./report.sh   # skip if another host runs it\n"
       "  rlock -w 10m deploy-prod ./deploy.sh  # wait up to 10 minutes\n"
       "  rlock backup -c 'dump | gzip > db.gz'\n"
+      "  eval \"$(rlock acquire --env migrate)\"; ...; rlock release migrate\n"
       "  rlock status\n"
       "Exit: COMMAND's status, 128+N if it died of signal N; 64 usage,\n"
       "69 Redis unavailable, 70 lock lost, 75 not acquired,\n"
       "126/127 COMMAND not executable/not found. See rlock(1).");
   auto* status = app->add_subcommand("status", "show who holds which lock");
   status->formatter(app->get_formatter());
-  status
-      ->add_option(
-          "NAME", raw.status_names, "locks to show (default: all held)")
-      ->type_name("");
-  status->add_flag("--json", raw.json, "print a JSON array")->group("Output");
-  add_server_options(*status, raw);
-  status->set_help_flag("-h,--help", "print this help and exit")
-      ->group("Output");
-  status->footer("Exit: 0 all named locks held (or a listing), 1 one is free,\n"
-                 "69 Redis unavailable, 74 output could not be written.");
+  setup_status(*status, raw);
+  const std::map<Action, std::string> descriptions{
+      {Action::acquire, "take the lock for a script; print the token"},
+      {Action::extend, "extend a lock taken with acquire"},
+      {Action::release, "release a lock taken with acquire"},
+      {Action::check, "tell whether the token still holds the lock"},
+      {Action::wait, "wait until the lock is free, without taking it"},
+  };
+  for (const auto& [name, action] : k_steps) {
+    auto* step = app->add_subcommand(name, descriptions.at(action));
+    step->formatter(app->get_formatter());
+    step->footer(k_step_footers.at(action));
+    setup_step(*step, action, raw);
+  }
   return app;
 }
 
@@ -256,66 +384,14 @@ run_cli11(CLI::App& app, std::vector<std::string> args) {
     const std::string message = e.what();
     throw_usage(message.substr(0, message.find(':')) + ": missing value"
                 + std::string(k_try_help));
+  } catch (const CLI::RequiredError&) {
+    throw_usage("missing NAME" + std::string(k_try_help));
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
     throw_usage(message + std::string(k_try_help));
   }
   return std::nullopt;
-}
-
-Duration
-parse_duration_option(const std::string& text,
-                      const std::string& option,
-                      bool allow_zero) {
-  const auto duration = value_or_usage_error(parse_duration(text), option);
-  if (!allow_zero && duration == Duration::zero()) {
-    throw_usage(option + ": must be greater than zero, got " + quote(text));
-  }
-  return duration;
-}
-
-int
-parse_exit_code(const std::string& text) {
-  int value = -1;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < 0
-      || value > 255) {
-    throw_usage("--conflict-exit-code: must be an integer from 0 to 255, got "
-                + quote(text));
-  }
-  return value;
-}
-
-ServerOptions
-server_options(const RawOptions& raw, const Environment& environment) {
-  ServerOptions server;
-  std::string option = "--url";
-  std::string url = raw.url;
-  if (url.empty() && environment.rlock_url) {
-    url = *environment.rlock_url;
-    option = "RLOCK_URL";
-  } else if (url.empty() && environment.redis_url) {
-    url = *environment.redis_url;
-    option = "REDIS_URL";
-  } else if (url.empty()) {
-    url = k_default_url;
-  }
-  server.endpoint = value_or_usage_error(redis::parse_url(url), option);
-  server.prefix = !raw.prefix.empty()        ? raw.prefix
-                  : environment.rlock_prefix ? *environment.rlock_prefix
-                                             : "rlock:";
-  server.connect.connect_timeout =
-      parse_duration_option(raw.connect_timeout, "--connect-timeout", false);
-  server.connect.io_timeout =
-      parse_duration_option(raw.io_timeout, "--io-timeout", false);
-  return server;
-}
-
-std::string
-validated_name(const std::string& name) {
-  return value_or_usage_error(lock::validate_name(name), "NAME");
 }
 
 std::vector<std::string>
@@ -356,47 +432,105 @@ run_options(const RawOptions& raw,
   if (!split.name) {
     throw_usage("missing NAME" + std::string(k_try_help));
   }
-  if (raw.verbose && raw.quiet) {
-    throw_usage("--verbose and --quiet exclude each other");
-  }
   RunOptions options;
-  options.server = server_options(raw, environment);
-  const auto ttl = parse_duration_option(raw.ttl, "--ttl", false);
-  std::optional<Duration> kill_after;
-  if (!raw.kill_after.empty()) {
-    kill_after = parse_duration_option(raw.kill_after, "--kill-after", true);
-  }
+  options.log_level = detail::log_level_of(raw);
+  options.server = detail::server_of(raw, environment);
+  const auto ttl = detail::duration_of(raw.ttl.value_or("30s"), "--ttl", false);
+  const auto kill_after =
+      detail::optional_duration_of(raw.kill_after, "--kill-after", true);
   const auto timing = lock::make_timing(ttl, kill_after);
   if (!timing) {
     throw_usage(timing.error());
   }
   options.timing = timing.value();
-  if (!raw.wait.empty()) {
-    options.wait = parse_duration_option(raw.wait, "--wait", true);
-  }
+  options.wait = detail::optional_duration_of(raw.wait, "--wait", true);
   options.nonblock = raw.nonblock || options.wait == Duration::zero();
   options.fair = raw.fair;
-  options.conflict_exit_code = parse_exit_code(raw.conflict_exit_code);
+  options.conflict_exit_code = detail::exit_code_of(raw.conflict_exit_code);
   options.kill_signal = value_or_usage_error(
       proc::parse_signal(raw.kill_signal), "--kill-signal");
+  options.hold = detail::optional_duration_of(raw.hold, "--hold", false);
+  options.once_per =
+      detail::optional_duration_of(raw.once_per, "--once-per", false);
+  options.events_path = raw.events;
   // NAME and COMMAND last: a bad option value explains more than the
   // "missing COMMAND" it may have caused by swallowing a word.
-  options.name = validated_name(*split.name);
+  options.name = detail::validated_name(*split.name);
   options.command = command_of(split, raw);
-  options.log_level = raw.verbose ? log::Level::verbose
-                      : raw.quiet ? log::Level::quiet
-                                  : log::Level::normal;
   return options;
 }
 
 StatusOptions
 status_options(const RawOptions& raw, const Environment& environment) {
-  StatusOptions options;
-  options.server = server_options(raw, environment);
-  options.json = raw.json;
-  for (const auto& name : raw.status_names) {
-    options.names.push_back(validated_name(name));
+  if (raw.json && (raw.wide || raw.watch)) {
+    throw_usage(std::string("--json and ") + (raw.wide ? "--wide" : "--watch")
+                + " exclude each other");
   }
+  StatusOptions options;
+  options.server = detail::server_of(raw, environment);
+  options.json = raw.json;
+  options.wide = raw.wide;
+  options.match = raw.match;
+  if (!raw.match.empty() && !raw.names.empty()) {
+    throw_usage("--match: filters a listing; give it no NAME, got "
+                + quote(raw.names.front()));
+  }
+  const auto interval = detail::duration_of(raw.interval, "--interval", false);
+  if (raw.watch) {
+    options.watch = interval;
+  }
+  for (const auto& name : raw.names) {
+    options.names.push_back(detail::validated_name(name));
+  }
+  return options;
+}
+
+std::string
+token_of(const RawOptions& raw, const Environment& environment) {
+  if (!raw.token.empty()) {
+    return raw.token;
+  }
+  if (environment.rlock_token && !environment.rlock_token->empty()) {
+    return *environment.rlock_token;
+  }
+  throw_usage("--token: required, or set $RLOCK_TOKEN");
+}
+
+StepOptions
+step_options(Action action,
+             const RawOptions& raw,
+             const Environment& environment) {
+  StepOptions options;
+  options.action = action;
+  options.log_level = detail::log_level_of(raw);
+  options.server = detail::server_of(raw, environment);
+  options.wait = detail::optional_duration_of(raw.wait, "--wait", true);
+  options.nonblock = raw.nonblock || options.wait == Duration::zero();
+  options.fair = raw.fair;
+  options.conflict_exit_code = detail::exit_code_of(raw.conflict_exit_code);
+  if (raw.json && raw.env) {
+    throw_usage("--json and --env exclude each other");
+  }
+  options.output = raw.json  ? StepOptions::Output::json
+                   : raw.env ? StepOptions::Output::env
+                             : StepOptions::Output::token;
+  if (action == Action::acquire) {
+    options.ttl = detail::duration_of(raw.ttl.value_or("5m"), "--ttl", false);
+  } else if (action == Action::extend && raw.ttl) {
+    options.ttl = detail::duration_of(*raw.ttl, "--ttl", false);
+  }
+  options.min_validity =
+      detail::duration_of(raw.min_validity, "--min-validity", true);
+  options.force = raw.force;
+  if (raw.force && !raw.token.empty()) {
+    throw_usage("--force and --token exclude each other");
+  }
+  const bool needs_token = (action == Action::extend || action == Action::check
+                            || (action == Action::release && !raw.force));
+  if (needs_token) {
+    options.token = token_of(raw, environment);
+  }
+  options.name = detail::validated_name(raw.names.front());
   return options;
 }
 
@@ -415,18 +549,21 @@ parse_command_line(const std::vector<std::string>& args,
   RawOptions raw;
   auto app = build_app(raw);
   const Split split = split_at_name(args);
-  const bool is_status = !split.explicit_name && split.name == "status";
-  auto help = run_cli11(*app, is_status ? args : split.options);
-  if (help) {
+  const bool subcommand =
+      !split.explicit_name && split.name && is_subcommand(*split.name);
+  if (auto help = run_cli11(*app, subcommand ? args : split.options)) {
     return InfoRequest{*help};
   }
   if (raw.version) {
     return InfoRequest{version_text()};
   }
-  if (is_status) {
+  if (!subcommand) {
+    return run_options(raw, split, environment);
+  }
+  if (*split.name == "status") {
     return status_options(raw, environment);
   }
-  return run_options(raw, split, environment);
+  return step_options(k_steps.find(*split.name)->second, raw, environment);
 }
 
 } // namespace rlock::cli

@@ -1,4 +1,5 @@
 #include <rlock/cli/run.hpp>
+#include <rlock/cli/wait_hooks.hpp>
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/renewer.hpp>
 #include <rlock/lock/waiter.hpp>
@@ -7,6 +8,7 @@
 #include <rlock/proc/signals.hpp>
 #include <rlock/proc/watchdog.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/events.hpp>
 #include <rlock/util/exit_codes.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
@@ -32,6 +34,7 @@ struct Held {
   std::string token;
   lock::AcquireAttempt acquired;
   std::optional<redis::Connection>& connection;
+  std::optional<lock::Slot> slot; // with --once-per: the slot this run is for
 };
 
 struct Supervision {
@@ -60,52 +63,18 @@ user_name() {
   return std::to_string(geteuid());
 }
 
-// Returns the first pending signal other than SIGCHLD, or 0.
-int
-take_terminating(const proc::SignalBlock& signals) {
-  while (const int signal = signals.take()) {
-    if (signal != SIGCHLD) {
-      return signal;
-    }
-  }
-  return 0;
-}
-
-// Sleeps up to `duration` or until `fd` turns readable; returns a
-// terminating signal that cut it short, or 0.
-int
-sleep_or_signal(const proc::SignalBlock& signals, int fd, Duration duration) {
-  const BootTime end = boot_now() + duration;
-  while (true) {
-    const auto left = end - boot_now();
-    if (left <= Duration::zero()) {
-      return 0;
-    }
-    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-    std::array<pollfd, 2> fds{{{signals.fd(), POLLIN, 0}, {fd, POLLIN, 0}}};
-    ::poll(fds.data(),
-           fds.size(),
-           static_cast<int>(std::min<long long>(ms, INT_MAX)));
-    if (const int signal = take_terminating(signals)) {
-      return signal;
-    }
-    if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      return 0;
-    }
-  }
-}
-
-// Releases the lock, reconnecting once when the connection has gone stale.
-// Returns false when the lock was no longer ours.
-bool
-release(const Held& held) {
+// Runs `step` on the main connection, reconnecting once when it has gone
+// stale while the command ran.
+template <typename Step>
+auto
+on_connection(const Held& held, Step&& step) {
   for (int attempt = 0;; ++attempt) {
     try {
       if (!held.connection) {
         held.connection.emplace(redis::Connection::open(
             held.options.server.endpoint, held.options.server.connect));
       }
-      return lock::release(*held.connection, held.keys, held.token);
+      return step(*held.connection);
     } catch (const Error&) {
       held.connection.reset();
       if (attempt > 0) {
@@ -115,22 +84,63 @@ release(const Held& held) {
   }
 }
 
-// Releases after a normal run; the lease's expiry cleans up when this fails.
+std::int64_t
+milliseconds(Duration duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration)
+      .count();
+}
+
+// Releases the lock, or with --hold keeps it until D after it was acquired
+// (the key then simply expires). A failure only warns: the lease's expiry
+// cleans up.
 void
-release_after_run(const Held& held) {
+end_hold(const Held& held) {
   const auto held_for = boot_now() - held.acquired.sent;
+  const auto& name = held.keys.name;
   try {
-    if (release(held)) {
-      log::info("released " + quote(held.keys.name) + " after "
+    if (held.options.hold && held_for < *held.options.hold) {
+      const auto keep = *held.options.hold - held_for;
+      on_connection(held, [&](redis::Connection& c) {
+        return lock::renew(c, held.keys, held.token, keep);
+      });
+      log::info("keeping " + quote(name) + " for another "
+                + format_duration(keep) + " (--hold)");
+      events::emit("released",
+                   name,
+                   {{"held_ms", milliseconds(held_for)},
+                    {"expires_in_ms", milliseconds(keep)}});
+      return;
+    }
+    if (on_connection(held, [&](redis::Connection& c) {
+          return lock::release(c, held.keys, held.token);
+        })) {
+      log::info("released " + quote(name) + " after "
                 + format_duration(held_for));
+      events::emit("released", name, {{"held_ms", milliseconds(held_for)}});
     } else {
-      log::warning("lock " + quote(held.keys.name)
-                   + " was no longer held at release");
+      log::warning("lock " + quote(name) + " was no longer held at release");
     }
   } catch (const Error& e) {
-    log::warning(std::string(e.what()) + "; lock " + quote(held.keys.name)
+    log::warning(std::string(e.what()) + "; lock " + quote(name)
                  + " expires by itself within "
                  + format_duration(held.options.timing.ttl));
+  }
+}
+
+// --once-per: records a successful run for its slot; a failure only warns.
+void
+mark_slot(const Held& held) {
+  try {
+    on_connection(held, [&](redis::Connection& c) {
+      lock::mark_slot_done(c,
+                           held.keys,
+                           held.slot->number,
+                           held.slot->left + *held.options.once_per);
+      return true;
+    });
+  } catch (const Error& e) {
+    log::warning(std::string(e.what())
+                 + "; another run may follow in this slot");
   }
 }
 
@@ -201,6 +211,7 @@ supervise(proc::Child& child,
         result.loss = "could not renew it in time";
       }
       if (result.loss) {
+        events::emit("lost", held.keys.name, {{"reason", *result.loss}});
         log::error("lost lock " + quote(held.keys.name) + ": " + *result.loss
                    + "; sending SIG" + proc::signal_name(options.kill_signal)
                    + " to the command");
@@ -230,7 +241,7 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   try {
     child.emplace(proc::Child::spawn(child_spec(held, signals)));
   } catch (const Error&) {
-    release_after_run(held);
+    end_hold(held);
     throw;
   }
   proc::Watchdog watchdog = proc::Watchdog::start(child->pid());
@@ -248,7 +259,10 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   if (result.loss) {
     return exit_code::k_lock_lost;
   }
-  release_after_run(held);
+  if (held.slot && exit_code == exit_code::k_success) {
+    mark_slot(held);
+  }
+  end_hold(held);
   return exit_code;
 }
 
@@ -263,6 +277,8 @@ holder_of(const RunOptions& options) {
 int
 run_lock(const RunOptions& options) {
   log::set_level(options.log_level);
+  events::open(options.events_path);
+  const BootTime started = boot_now();
   const proc::SignalBlock signals(
       {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD},
       {SIGPIPE, SIGTTOU, SIGTTIN});
@@ -270,14 +286,7 @@ run_lock(const RunOptions& options) {
       redis::Connection::open(options.server.endpoint, options.server.connect));
   const auto keys = lock::keys_for(options.server.prefix, options.name);
   const auto token = random_token();
-  const lock::WaitHooks hooks{
-      [&options](const std::vector<std::string>& channels) {
-        return redis::Subscription::open(
-            options.server.endpoint, options.server.connect, channels);
-      },
-      [&signals](int fd, Duration duration) {
-        return sleep_or_signal(signals, fd, duration);
-      }};
+  const auto hooks = make_wait_hooks(options.server, signals);
   const auto outcome = lock::wait_for_lock(
       *connection,
       keys,
@@ -295,12 +304,29 @@ run_lock(const RunOptions& options) {
               + outcome.attempt.holder);
     return options.conflict_exit_code;
   }
-  const Held held{options, keys, token, outcome.attempt, connection};
+  Held held{options, keys, token, outcome.attempt, connection, std::nullopt};
   log::info("acquired " + quote(options.name) + " (fence "
             + std::to_string(outcome.attempt.fence) + ")");
+  events::emit("acquired",
+               options.name,
+               {{"fence", outcome.attempt.fence},
+                {"waited_ms", milliseconds(outcome.attempt.sent - started)}});
   if (const int signal = take_terminating(signals)) {
-    release_after_run(held);
+    end_hold(held);
     return exit_code::k_signal_base + signal;
+  }
+  if (options.once_per) {
+    try {
+      held.slot = lock::current_slot(*connection, keys, *options.once_per);
+    } catch (const Error&) {
+      end_hold(held);
+      throw;
+    }
+    if (held.slot->done) {
+      log::info(quote(options.name) + " already ran in this --once-per slot");
+      end_hold(held);
+      return options.conflict_exit_code;
+    }
   }
   return run_held(held, signals);
 }

@@ -118,9 +118,15 @@ format_status_json(const lock::StatusSnapshot& snapshot) {
           {"host", state.host}, {"pid", state.pid}, {"user", state.user}};
       entry["command"] = state.command;
       entry["acquired_at"] = format_iso8601_utc(state.acquired_ms);
+      entry["renewals"] = state.renewals;
     } else {
-      for (const char* field :
-           {"ttl_ms", "token", "fence", "owner", "command", "acquired_at"}) {
+      for (const char* field : {"ttl_ms",
+                                "token",
+                                "fence",
+                                "owner",
+                                "command",
+                                "acquired_at",
+                                "renewals"}) {
         entry[field] = nullptr;
       }
     }

@@ -28,6 +28,7 @@ keys_for(std::string_view prefix, std::string_view name) {
                   lock + ":fence",
                   lock + ":queue",
                   lock + ":alive",
+                  lock + ":once",
                   lock + ":"};
 }
 
@@ -44,8 +45,8 @@ name_of_lock_key(std::string_view prefix, std::string_view key) {
 }
 
 std::string
-lock_key_pattern(std::string_view prefix) {
-  return escape_glob(prefix) + "{*}";
+lock_key_pattern(std::string_view prefix, std::string_view match) {
+  return escape_glob(prefix) + "{" + std::string(match) + "}";
 }
 
 Expected<std::string>

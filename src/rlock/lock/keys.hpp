@@ -22,13 +22,15 @@ struct LockKeys {
   std::string queue;
   // <prefix>{NAME}:alive: when each queue entry expires
   std::string alive;
+  // <prefix>{NAME}:once: --once-per's last slot with a successful run
+  std::string once;
   // <prefix>{NAME}: the start of the wake-up channels' names
   std::string channel_prefix;
 
-  // Returns the four keys every lock script takes, in order.
+  // Returns the keys every lock script takes, in order.
   std::vector<std::string>
   script_keys() const {
-    return {lock, fence, queue, alive};
+    return {lock, fence, queue, alive, once};
   }
 
   // Returns the channel on which a release wakes waiters outside the queue.
@@ -50,8 +52,10 @@ LockKeys keys_for(std::string_view prefix, std::string_view name);
 // Returns the NAME when the key is a lock key under prefix ("" otherwise).
 std::string name_of_lock_key(std::string_view prefix, std::string_view key);
 
-// Returns the SCAN MATCH pattern that finds every lock key under `prefix`.
-std::string lock_key_pattern(std::string_view prefix);
+// Returns the SCAN MATCH pattern that finds the lock keys under `prefix`
+// whose NAME matches the glob `match`.
+std::string lock_key_pattern(std::string_view prefix,
+                             std::string_view match = "*");
 
 // Returns nothing when `name` is a valid lock name (non-empty, printable, at
 // most 1024 bytes), else the reason.

@@ -39,6 +39,9 @@ read_busy_reply(const redisReply* reply,
     attempt.place = redis::integer_of(reply->element[4], what);
     attempt.holder_ttl_ms = redis::integer_of(reply->element[5], what);
   }
+  if (reply->elements >= 7) {
+    attempt.held_ms = redis::integer_of(reply->element[6], what);
+  }
 }
 
 } // namespace
@@ -93,11 +96,13 @@ renew(redis::Connection& connection,
       const LockKeys& keys,
       const std::string& token,
       Duration ttl) {
-  return run_yes_no(connection,
-                    redis::k_renew_script,
-                    {keys.lock},
-                    {token, milliseconds_of(ttl)},
-                    "cannot renew lock " + quote(keys.name));
+  // Zero keeps the length the lock was taken with.
+  return run_yes_no(
+      connection,
+      redis::k_renew_script,
+      {keys.lock},
+      {token, ttl == Duration::zero() ? "0" : milliseconds_of(ttl)},
+      "cannot renew lock " + quote(keys.name));
 }
 
 bool
@@ -109,6 +114,91 @@ release(redis::Connection& connection,
                     keys.script_keys(),
                     {token, keys.channel_prefix},
                     "cannot release lock " + quote(keys.name));
+}
+
+std::optional<Duration>
+check(redis::Connection& connection,
+      const LockKeys& keys,
+      const std::string& token) {
+  const std::string what = "cannot check lock " + quote(keys.name);
+  const auto reply = redis::run_script(
+      connection, redis::k_check_script, {keys.lock}, {token});
+  redis::throw_if_error(reply, what);
+  const auto pttl = redis::integer_of(reply.get(), what);
+  if (pttl == -2) {
+    return std::nullopt;
+  }
+  return pttl < 0 ? Duration::max() : Duration(std::chrono::milliseconds(pttl));
+}
+
+std::optional<BrokenLock>
+force_release(redis::Connection& connection, const LockKeys& keys) {
+  const std::string what = "cannot break lock " + quote(keys.name);
+  const auto reply = redis::run_script(connection,
+                                       redis::k_force_release_script,
+                                       keys.script_keys(),
+                                       {keys.channel_prefix});
+  redis::throw_if_error(reply, what);
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3) {
+    return std::nullopt;
+  }
+  return BrokenLock{redis::string_of(reply->element[0], what),
+                    redis::string_of(reply->element[1], what),
+                    redis::string_of(reply->element[2], what)};
+}
+
+AcquireAttempt
+peek(redis::Connection& connection, const LockKeys& keys) {
+  const std::string what = "cannot read lock " + quote(keys.name);
+  AcquireAttempt attempt;
+  attempt.sent = boot_now();
+  const auto reply = redis::run_script(
+      connection, redis::k_peek_script, keys.script_keys(), {});
+  redis::throw_if_error(reply, what);
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1) {
+    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+  }
+  attempt.acquired = redis::integer_of(reply->element[0], what) == 1;
+  if (!attempt.acquired && reply->elements >= 6) {
+    attempt.retry_ms = redis::integer_of(reply->element[1], what);
+    attempt.holder = redis::string_of(reply->element[2], what);
+    attempt.command = redis::string_of(reply->element[3], what);
+    attempt.held_ms = redis::integer_of(reply->element[4], what);
+    attempt.holder_ttl_ms = redis::integer_of(reply->element[5], what);
+  }
+  return attempt;
+}
+
+Slot
+current_slot(redis::Connection& connection,
+             const LockKeys& keys,
+             Duration length) {
+  const std::string what =
+      "cannot read the --once-per slot of " + quote(keys.name);
+  const auto reply = redis::run_script(connection,
+                                       redis::k_slot_script,
+                                       keys.script_keys(),
+                                       {milliseconds_of(length)});
+  redis::throw_if_error(reply, what);
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+  }
+  return Slot{
+      redis::integer_of(reply->element[0], what),
+      redis::integer_of(reply->element[1], what) == 1,
+      std::chrono::milliseconds(redis::integer_of(reply->element[2], what))};
+}
+
+void
+mark_slot_done(redis::Connection& connection,
+               const LockKeys& keys,
+               std::int64_t number,
+               Duration keep) {
+  run_yes_no(connection,
+             redis::k_mark_slot_script,
+             keys.script_keys(),
+             {std::to_string(number), milliseconds_of(keep)},
+             "cannot record the --once-per slot of " + quote(keys.name));
 }
 
 } // namespace rlock::lock

@@ -5,6 +5,7 @@
 #include <rlock/util/clock.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace rlock::lock {
@@ -34,6 +35,22 @@ struct AcquireAttempt {
   std::int64_t place = 0;
   // When not acquired: the holder's lease length, 0 if unknown.
   std::int64_t holder_ttl_ms = 0;
+  // When not acquired: how long the holder has held it.
+  std::int64_t held_ms = 0;
+};
+
+// A lock broken by release --force.
+struct BrokenLock {
+  std::string holder; // user@host:pid
+  std::string command;
+  std::string token;
+};
+
+// --once-per's view of the current slot, by the server's clock.
+struct Slot {
+  std::int64_t number = 0;
+  bool done = false; // a run already succeeded in it
+  Duration left{};   // until the next slot begins
 };
 
 // Tries once to take the lock with `token` for `ttl`. With a `queue_ttl`, a
@@ -53,8 +70,9 @@ void leave_queue(redis::Connection& connection,
                  const LockKeys& keys,
                  const std::string& token);
 
-// Extends the lease to `ttl` from now. Returns false when `token` no longer
-// holds the lock. Throws Error (unavailable) when Redis fails.
+// Extends the lease to `ttl` from now (zero: the length it was taken with).
+// Returns false when `token` no longer holds the lock. Throws Error
+// (unavailable) when Redis fails.
 bool renew(redis::Connection& connection,
            const LockKeys& keys,
            const std::string& token,
@@ -65,5 +83,34 @@ bool renew(redis::Connection& connection,
 bool release(redis::Connection& connection,
              const LockKeys& keys,
              const std::string& token);
+
+// Returns the lease's time left when `token` holds the lock (Duration::max()
+// for a lease without expiry), nothing when it does not. Throws Error
+// (unavailable).
+std::optional<Duration> check(redis::Connection& connection,
+                              const LockKeys& keys,
+                              const std::string& token);
+
+// Deletes the lock whoever holds it and wakes the next waiter. Returns whose
+// lock it was, nothing when it was free. Throws Error (unavailable).
+std::optional<BrokenLock> force_release(redis::Connection& connection,
+                                        const LockKeys& keys);
+
+// Looks at the lock without taking it: `acquired` is true when it is free,
+// else the holder and retry hint are set as by try_acquire(). Throws Error
+// (unavailable).
+AcquireAttempt peek(redis::Connection& connection, const LockKeys& keys);
+
+// Returns the current --once-per slot of `length`. Throws Error (unavailable).
+Slot current_slot(redis::Connection& connection,
+                  const LockKeys& keys,
+                  Duration length);
+
+// Records that the run for slot `number` succeeded, for `keep`. Throws Error
+// (unavailable).
+void mark_slot_done(redis::Connection& connection,
+                    const LockKeys& keys,
+                    std::int64_t number,
+                    Duration keep);
 
 } // namespace rlock::lock

@@ -1,6 +1,7 @@
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/renewer.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/events.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -135,14 +136,39 @@ Renewer::renew_once(BootTime deadline) {
       log::warning(std::string(e.what()) + "; retrying");
     }
     m_last_error = e.what();
+    report_failure(deadline);
     return false;
   }
   m_last_error.clear();
+  m_at_risk = false;
   m_last_sent_ns = sent.count();
   notify();
   log::info("renewed " + quote(m_keys.name) + " (valid for "
             + format_duration(m_timing.ttl) + ")");
+  events::emit(
+      "renewed",
+      m_keys.name,
+      {{"ttl_ms",
+        std::chrono::duration_cast<std::chrono::milliseconds>(m_timing.ttl)
+            .count()}});
   return true;
+}
+
+// Emits renew-failed, and at-risk once when less than a third of the TTL is
+// left before the child must be stopped.
+void
+Renewer::report_failure(BootTime deadline) {
+  events::emit("renew-failed", m_keys.name, {{"error", m_last_error}});
+  const auto left = deadline - boot_now();
+  if (!m_at_risk && left < m_timing.ttl / 3) {
+    m_at_risk = true;
+    events::emit(
+        "at-risk",
+        m_keys.name,
+        {{"left_ms",
+          std::chrono::duration_cast<std::chrono::milliseconds>(left).count()},
+         {"error", m_last_error}});
+  }
 }
 
 bool

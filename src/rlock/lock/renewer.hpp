@@ -55,6 +55,7 @@ private:
   bool sleep_until(BootTime when) const;
   bool renew_once(BootTime deadline);
   void mark_lost(const std::string& reason);
+  void report_failure(BootTime deadline);
   void notify() const;
 
   redis::Endpoint m_endpoint;
@@ -67,6 +68,7 @@ private:
   mutable std::mutex m_loss_mutex;
   std::string m_loss_reason;
   std::string m_last_error;
+  bool m_at_risk = false;
   std::optional<redis::Connection> m_connection;
   UniqueFd m_wakeup;
   UniqueFd m_stop;

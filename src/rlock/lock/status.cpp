@@ -104,12 +104,18 @@ read_states(redis::Connection& connection,
 }
 
 std::vector<std::string>
-scan_lock_names(redis::Connection& connection, std::string_view prefix) {
+scan_lock_names(redis::Connection& connection,
+                std::string_view prefix,
+                std::string_view match) {
   std::vector<std::string> names;
   std::string cursor = "0";
   do {
-    const auto reply = connection.command(
-        {"SCAN", cursor, "MATCH", lock_key_pattern(prefix), "COUNT", "1000"});
+    const auto reply = connection.command({"SCAN",
+                                           cursor,
+                                           "MATCH",
+                                           lock_key_pattern(prefix, match),
+                                           "COUNT",
+                                           "1000"});
     redis::throw_if_error(reply, "cannot list locks");
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
       throw Error(exit_code::k_unavailable, "unexpected reply to SCAN");
@@ -148,9 +154,11 @@ read_locks(redis::Connection& connection,
 }
 
 StatusSnapshot
-list_locks(redis::Connection& connection, std::string_view prefix) {
-  auto snapshot =
-      read_locks(connection, prefix, scan_lock_names(connection, prefix));
+list_locks(redis::Connection& connection,
+           std::string_view prefix,
+           std::string_view match) {
+  auto snapshot = read_locks(
+      connection, prefix, scan_lock_names(connection, prefix, match));
   // A lock may have been released between SCAN and the read.
   std::erase_if(snapshot.locks,
                 [](const LockState& state) { return !state.held; });

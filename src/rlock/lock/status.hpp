@@ -38,9 +38,10 @@ StatusSnapshot read_locks(redis::Connection& connection,
                           std::string_view prefix,
                           const std::vector<std::string>& names);
 
-// Reads every lock held under `prefix` (found with SCAN), sorted by name.
-// Throws Error (unavailable).
+// Reads every lock held under `prefix` whose NAME matches the glob `match`
+// (found with SCAN), sorted by name. Throws Error (unavailable).
 StatusSnapshot list_locks(redis::Connection& connection,
-                          std::string_view prefix);
+                          std::string_view prefix,
+                          std::string_view match = "*");
 
 } // namespace rlock::lock

@@ -1,6 +1,7 @@
 #include <rlock/lock/backoff.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/events.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -32,15 +33,15 @@ ordinal(std::int64_t n) {
 
 class Waiter {
 public:
-  Waiter(redis::Connection& connection,
+  Waiter(std::function<AcquireAttempt()> attempt,
          const LockKeys& keys,
          const std::string& token,
          Duration ttl,
-         const Holder& holder,
          const WaitOptions& options,
-         const WaitHooks& hooks)
-      : m_connection(connection), m_keys(keys), m_token(token), m_ttl(ttl),
-        m_holder(holder), m_options(options), m_hooks(hooks) {
+         const WaitHooks& hooks,
+         std::function<void()> leave)
+      : m_attempt(std::move(attempt)), m_keys(keys), m_token(token), m_ttl(ttl),
+        m_options(options), m_hooks(hooks), m_leave(std::move(leave)) {
     if (options.timeout) {
       m_deadline = boot_now() + *options.timeout;
     }
@@ -49,40 +50,29 @@ public:
   WaitOutcome run();
 
 private:
-  AcquireAttempt attempt();
   std::optional<Duration> next_delay(const AcquireAttempt& attempt);
   void report(const AcquireAttempt& attempt);
   void subscribe();
   void take_wakeups();
   void give_up();
 
-  redis::Connection& m_connection;
+  std::function<AcquireAttempt()> m_attempt;
   const LockKeys& m_keys;
   const std::string& m_token;
   Duration m_ttl;
-  const Holder& m_holder;
   const WaitOptions& m_options;
   const WaitHooks& m_hooks;
+  std::function<void()> m_leave;
   std::optional<BootTime> m_deadline;
   std::optional<redis::Subscription> m_subscription;
   std::optional<Backoff> m_safety_net;
   std::string m_last_report;
 };
 
-AcquireAttempt
-Waiter::attempt() {
-  return try_acquire(m_connection,
-                     m_keys,
-                     m_token,
-                     m_ttl,
-                     m_holder,
-                     m_options.fair ? k_queue_entry_ttl : Duration::zero());
-}
-
 WaitOutcome
 Waiter::run() {
   WaitOutcome outcome;
-  outcome.attempt = attempt();
+  outcome.attempt = m_attempt();
   if (outcome.attempt.acquired) {
     outcome.kind = WaitOutcome::Kind::acquired;
     return outcome;
@@ -95,7 +85,7 @@ Waiter::run() {
   // message. Uncontended runs never pay for the subscription.
   subscribe();
   while (true) {
-    outcome.attempt = attempt();
+    outcome.attempt = m_attempt();
     if (outcome.attempt.acquired) {
       outcome.kind = WaitOutcome::Kind::acquired;
       return outcome;
@@ -166,30 +156,43 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
   return delay;
 }
 
-// Says whom we wait for and our place in line: once, and again on change.
+// Says whom we wait for, since when, and our place in line: once, and again
+// when the holder or the place changes.
 void
 Waiter::report(const AcquireAttempt& attempt) {
-  std::string text = attempt.holder;
+  std::string who = attempt.holder;
   if (!attempt.command.empty()) {
-    text += " (" + attempt.command + ")";
+    who += " (" + attempt.command + ")";
+  }
+  const std::string key = who + "/" + std::to_string(attempt.place);
+  if (key == m_last_report) {
+    return;
+  }
+  m_last_report = key;
+  std::string text = "waiting for " + quote(m_keys.name) + " held by " + who;
+  if (attempt.held_ms > 0) {
+    text += ", " + format_duration(std::chrono::milliseconds(attempt.held_ms));
   }
   if (attempt.place > 0) {
     text += "; " + ordinal(attempt.place) + " in line";
   }
-  if (text != m_last_report) {
-    log::info("waiting for " + quote(m_keys.name) + " held by " + text);
-    m_last_report = text;
-  }
+  log::info(text);
+  events::emit("waiting",
+               m_keys.name,
+               {{"holder", attempt.holder},
+                {"command", attempt.command},
+                {"held_ms", attempt.held_ms},
+                {"place", attempt.place}});
 }
 
 // Leaves the queue, so that nobody waits for a waiter that is gone.
 void
 Waiter::give_up() {
-  if (!m_options.fair) {
+  if (!m_leave) {
     return;
   }
   try {
-    leave_queue(m_connection, m_keys, m_token);
+    m_leave();
   } catch (const Error& e) {
     log::warning(std::string(e.what()) + "; the queue entry expires within "
                  + format_duration(k_queue_entry_ttl));
@@ -206,7 +209,33 @@ wait_for_lock(redis::Connection& connection,
               const Holder& holder,
               const WaitOptions& options,
               const WaitHooks& hooks) {
-  return Waiter(connection, keys, token, ttl, holder, options, hooks).run();
+  const Duration queue_ttl =
+      options.fair ? k_queue_entry_ttl : Duration::zero();
+  auto attempt = [&] {
+    return try_acquire(connection, keys, token, ttl, holder, queue_ttl);
+  };
+  std::function<void()> leave;
+  if (options.fair) {
+    leave = [&] { leave_queue(connection, keys, token); };
+  }
+  return Waiter(attempt, keys, token, ttl, options, hooks, leave).run();
+}
+
+WaitOutcome
+wait_until_free(redis::Connection& connection,
+                const LockKeys& keys,
+                const WaitOptions& options,
+                const WaitHooks& hooks) {
+  // Only the released channel matters; the token names no wake channel.
+  static const std::string k_no_token = "-";
+  return Waiter([&] { return peek(connection, keys); },
+                keys,
+                k_no_token,
+                std::chrono::seconds(30),
+                options,
+                hooks,
+                nullptr)
+      .run();
 }
 
 } // namespace rlock::lock

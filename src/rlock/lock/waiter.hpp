@@ -49,4 +49,12 @@ WaitOutcome wait_for_lock(redis::Connection& connection,
                           const WaitOptions& options,
                           const WaitHooks& hooks);
 
+// Waits, as wait_for_lock() does, until the lock is free, without taking it
+// (rlock wait): `acquired` in the outcome means "seen free". Throws Error
+// (unavailable) when Redis fails.
+WaitOutcome wait_until_free(redis::Connection& connection,
+                            const LockKeys& keys,
+                            const WaitOptions& options,
+                            const WaitHooks& hooks);
+
 } // namespace rlock::lock

@@ -8,8 +8,8 @@
 
 namespace rlock::proc {
 
-SignalBlock::SignalBlock(std::initializer_list<int> delivered,
-                         std::initializer_list<int> silenced) {
+SignalBlock::SignalBlock(const std::vector<int>& delivered,
+                         const std::vector<int>& silenced) {
   sigset_t delivered_set;
   sigemptyset(&delivered_set);
   for (int signal : delivered) {

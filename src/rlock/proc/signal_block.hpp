@@ -3,7 +3,7 @@
 #include <rlock/util/fd.hpp>
 
 #include <csignal>
-#include <initializer_list>
+#include <vector>
 
 namespace rlock::proc {
 
@@ -14,8 +14,8 @@ namespace rlock::proc {
 class SignalBlock {
 public:
   // Blocks `delivered` (readable through fd()) and `silenced` (just blocked).
-  SignalBlock(std::initializer_list<int> delivered,
-              std::initializer_list<int> silenced);
+  SignalBlock(const std::vector<int>& delivered,
+              const std::vector<int>& silenced);
   ~SignalBlock();
 
   SignalBlock(const SignalBlock&) = delete;

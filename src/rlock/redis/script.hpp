@@ -21,6 +21,11 @@ extern const Script k_acquire_script;
 extern const Script k_renew_script;
 extern const Script k_release_script;
 extern const Script k_leave_script;
+extern const Script k_check_script;
+extern const Script k_force_release_script;
+extern const Script k_peek_script;
+extern const Script k_slot_script;
+extern const Script k_mark_slot_script;
 
 // Runs `script` with EVALSHA, and with EVAL when the server answers NOSCRIPT
 // (after a restart or SCRIPT FLUSH), which also caches it again. Returns the

@@ -4,6 +4,8 @@
 --   KEYS[2]  the fencing counter: never expires
 --   KEYS[3]  the wait queue (--fair): zset of waiter token -> arrival (us)
 --   KEYS[4]  the queue's liveness: zset of waiter token -> expiry (ms)
+--   KEYS[5]  --once-per: the number of the last slot with a successful run
+-- (a script may be given only the first few it uses).
 if redis.replicate_commands then
   pcall(redis.replicate_commands)
 end

@@ -1,0 +1,202 @@
+#include <rlock/cli/step.hpp>
+#include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/protocol.hpp>
+#include <rlock/proc/process_info.hpp>
+#include <rlock/util/exit_codes.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/random.hpp>
+#include <rlock/util/text.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+#include <cstdio>
+
+namespace rlock::cli {
+
+namespace {
+
+using Action = StepOptions::Action;
+using lock::LockKeys;
+
+std::string
+host_name() {
+  std::array<char, HOST_NAME_MAX + 1> name{};
+  return gethostname(name.data(), name.size() - 1) == 0 ? name.data() : "?";
+}
+
+std::string
+user_name() {
+  std::array<char, 4096> buffer{};
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0
+      && found != nullptr) {
+    return found->pw_name;
+  }
+  return std::to_string(geteuid());
+}
+
+// A lock taken by `rlock acquire` belongs to the script that ran it.
+lock::Holder
+calling_script() {
+  const pid_t parent = getppid();
+  return lock::Holder{host_name(),
+                      parent,
+                      user_name(),
+                      shell_join(proc::command_line_of(parent))};
+}
+
+std::string
+output_of(const StepOptions& options,
+          const LockKeys& keys,
+          const std::string& token,
+          std::int64_t fence) {
+  switch (options.output) {
+  case StepOptions::Output::json:
+    return nlohmann::ordered_json{
+               {"name", keys.name},
+               {"key", keys.lock},
+               {"token", token},
+               {"fence", fence},
+               {"ttl_ms",
+                std::chrono::duration_cast<std::chrono::milliseconds>(
+                    options.ttl)
+                    .count()}}
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+           + "\n";
+  case StepOptions::Output::env:
+    return "RLOCK_NAME=" + shell_join({keys.name})
+           + "\nRLOCK_KEY=" + shell_join({keys.lock}) + "\nRLOCK_TOKEN=" + token
+           + "\nRLOCK_FENCE=" + std::to_string(fence)
+           + "\nexport RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE\n";
+  case StepOptions::Output::token:
+    break;
+  }
+  return token + "\n";
+}
+
+int
+acquire(const StepOptions& options,
+        redis::Connection& connection,
+        const LockKeys& keys) {
+  const proc::SignalBlock signals(
+      {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
+  const auto token = random_token();
+  const auto outcome = lock::wait_for_lock(
+      connection,
+      keys,
+      token,
+      options.ttl,
+      calling_script(),
+      lock::WaitOptions{options.nonblock, options.wait, options.fair},
+      make_wait_hooks(options.server, signals));
+  using Kind = lock::WaitOutcome::Kind;
+  if (outcome.kind == Kind::interrupted) {
+    return exit_code::k_signal_base + outcome.signal;
+  }
+  if (outcome.kind == Kind::timed_out) {
+    return options.conflict_exit_code;
+  }
+  log::info("acquired " + quote(keys.name) + " (fence "
+            + std::to_string(outcome.attempt.fence) + ") for "
+            + format_duration(options.ttl));
+  const auto text = output_of(options, keys, token, outcome.attempt.fence);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0) {
+    // Nobody would know the token: give the lock back.
+    lock::release(connection, keys, token);
+  }
+  return exit_code::k_success;
+}
+
+int
+not_held(const LockKeys& keys) {
+  log::warning("lock " + quote(keys.name) + " is not held by this token");
+  return exit_code::k_failure;
+}
+
+int
+release(const StepOptions& options,
+        redis::Connection& connection,
+        const LockKeys& keys) {
+  if (!options.force) {
+    return lock::release(connection, keys, options.token) ? exit_code::k_success
+                                                          : not_held(keys);
+  }
+  const auto broken = lock::force_release(connection, keys);
+  if (!broken) {
+    log::warning("lock " + quote(keys.name) + " was not held");
+    return exit_code::k_failure;
+  }
+  log::error("broke lock " + quote(keys.name) + " held by " + broken->holder
+             + " (" + broken->command + ")");
+  return exit_code::k_success;
+}
+
+int
+check(const StepOptions& options,
+      redis::Connection& connection,
+      const LockKeys& keys) {
+  const auto left = lock::check(connection, keys, options.token);
+  if (!left) {
+    log::info(quote(keys.name) + " is not held by this token");
+    return exit_code::k_failure;
+  }
+  if (*left < options.min_validity) {
+    log::info(quote(keys.name) + " is held for only " + format_duration(*left));
+    return exit_code::k_failure;
+  }
+  log::info(quote(keys.name) + " is held, " + format_duration(*left) + " left");
+  return exit_code::k_success;
+}
+
+int
+wait_until_free(const StepOptions& options,
+                redis::Connection& connection,
+                const LockKeys& keys) {
+  const proc::SignalBlock signals(
+      {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
+  const auto outcome =
+      lock::wait_until_free(connection,
+                            keys,
+                            lock::WaitOptions{false, options.wait, false},
+                            make_wait_hooks(options.server, signals));
+  using Kind = lock::WaitOutcome::Kind;
+  if (outcome.kind == Kind::interrupted) {
+    return exit_code::k_signal_base + outcome.signal;
+  }
+  return outcome.kind == Kind::acquired ? exit_code::k_success
+                                        : options.conflict_exit_code;
+}
+
+} // namespace
+
+int
+run_step(const StepOptions& options) {
+  log::set_level(options.log_level);
+  auto connection =
+      redis::Connection::open(options.server.endpoint, options.server.connect);
+  const auto keys = lock::keys_for(options.server.prefix, options.name);
+  switch (options.action) {
+  case Action::acquire:
+    return acquire(options, connection, keys);
+  case Action::extend:
+    return lock::renew(connection, keys, options.token, options.ttl)
+               ? exit_code::k_success
+               : not_held(keys);
+  case Action::release:
+    return release(options, connection, keys);
+  case Action::check:
+    return check(options, connection, keys);
+  case Action::wait:
+    return wait_until_free(options, connection, keys);
+  }
+  return exit_code::k_usage;
+}
+
+} // namespace rlock::cli
