@@ -11,7 +11,8 @@ _rlock_value()
   local signals='TERM INT HUP QUIT KILL USR1 USR2'
   case $1 in
     -w | --wait | --timeout | -t | --ttl | --kill-after | \
-      --connect-timeout | --io-timeout)
+      --connect-timeout | --io-timeout | --hold | --once-per | \
+      --min-validity | -i | --interval)
       mapfile -t COMPREPLY < <(compgen -W "$durations" -- "$cur")
       ;;
     --kill-signal)
@@ -28,6 +29,10 @@ _rlock_value()
     -c | --command)
       mapfile -t COMPREPLY < <(compgen -c -- "$cur")
       ;;
+    --events)
+      compopt -o filenames 2>/dev/null
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+      ;;
   esac
   # --prefix, -E and anything else: free text, nothing to offer.
   return 0
@@ -39,7 +44,8 @@ _rlock_takes_value()
   case $1 in
     --url | --prefix | --wait | --timeout | --ttl | --conflict-exit-code | \
       --command | --kill-signal | --kill-after | --connect-timeout | \
-      --io-timeout | -[wtEc])
+      --io-timeout | --hold | --once-per | --events | --token | \
+      --min-validity | --match | --interval | -[wtEci])
       return 0
       ;;
   esac
@@ -74,21 +80,43 @@ _rlock_command()
   fi
 }
 
-# Completes the arguments of the status subcommand, which starts at words[$1].
-_rlock_status()
+# Prints the options of subcommand $1.
+_rlock_subcommand_options()
 {
-  local i=$(($1 + 1)) w
+  local connection='--url --prefix --connect-timeout --io-timeout -h --help'
+  case $1 in
+    status) echo "--json --wide --match --watch -i --interval $connection" ;;
+    acquire)
+      echo "-n --nonblock -w --wait --timeout --fair -t --ttl -E" \
+        "--conflict-exit-code --json --env -v --verbose -q --quiet $connection"
+      ;;
+    extend) echo "--token -t --ttl -v --verbose -q --quiet $connection" ;;
+    release) echo "--token --force -v --verbose -q --quiet $connection" ;;
+    check) echo "--token --min-validity -v --verbose -q --quiet $connection" ;;
+    wait)
+      echo "-w --wait --timeout -E --conflict-exit-code -v --verbose" \
+        "-q --quiet $connection"
+      ;;
+  esac
+}
+
+# Completes the arguments of subcommand $1, which starts at words[$2].
+_rlock_subcommand()
+{
+  local i=$(($2 + 1)) w
   while ((i < cword)); do
     w=${words[i]}
     case $w in
       --) return 0 ;;
-      --url | --prefix | --connect-timeout | --io-timeout)
-        [[ ${words[i + 1]} == = ]] && ((i++))
-        if ((i + 1 == cword)); then
-          _rlock_value "$w"
-          return 0
+      -*)
+        if _rlock_takes_value "$w"; then
+          [[ ${words[i + 1]} == = ]] && ((i++))
+          if ((i + 1 == cword)); then
+            _rlock_value "$w"
+            return 0
+          fi
+          ((i++))
         fi
-        ((i++))
         ;;
     esac
     ((i++))
@@ -96,7 +124,7 @@ _rlock_status()
   if [[ $split == true ]]; then
     _rlock_value "$prev"
   elif [[ $cur == -* ]]; then
-    mapfile -t COMPREPLY < <(compgen -W '--json --url --prefix --connect-timeout --io-timeout --help' -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "$(_rlock_subcommand_options "$1")" -- "$cur")
   fi
   # NAMEs are free text.
   return 0
@@ -151,7 +179,7 @@ _rlock()
         # A cluster such as -nv, -w10 or -nw 10.
         for ((j = 1; j < ${#w}; j++)); do
           case ${w:j:1} in
-            [wtEc])
+            [wtEci])
               [[ ${w:j:1} == c ]] && has_c=1
               if ((j == ${#w} - 1)); then
                 if ((i + 1 == cword)); then
@@ -165,9 +193,9 @@ _rlock()
           esac
         done
         ;;
-      status)
+      status | acquire | extend | release | check | wait)
         # The subcommand, unless -- came first.
-        _rlock_status "$i"
+        _rlock_subcommand "$w" "$i"
         return
         ;;
       *)
@@ -195,11 +223,12 @@ _rlock()
       -n --nonblock -w --wait --timeout --fair -t --ttl
       -E --conflict-exit-code -c --command --url --prefix
       --kill-signal --kill-after --connect-timeout --io-timeout
+      --hold --once-per --events
       -v --verbose -q --quiet -h --help -V --version
     )
     # The first word may be the subcommand; later ones NAME, free text.
     if ((cword == 1)); then
-      opts=(status "${opts[@]}")
+      opts=(status acquire extend release check wait "${opts[@]}")
     elif [[ $cur != -* ]]; then
       return 0
     fi
