@@ -4,6 +4,7 @@
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/status.hpp>
 #include <rlock/cli/step.hpp>
+#include <rlock/proc/termination.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
@@ -59,8 +60,12 @@ main(int argc, char** argv) {
                                               env("REDIS_URL"),
                                               env("RLOCK_PREFIX"),
                                               env("RLOCK_TOKEN")};
-    return close_stdout(
+    const int code = close_stdout(
         dispatch(rlock::cli::parse_command_line(args, environment)));
+    if (const int signal = rlock::proc::pending_end_signal()) {
+      rlock::proc::die_by_signal(signal);
+    }
+    return code;
   } catch (const rlock::Error& e) {
     rlock::log::error(e.what());
     return e.exit_code();

@@ -4,8 +4,10 @@
 #include <rlock/lock/renewer.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/proc/child.hpp>
+#include <rlock/proc/process_info.hpp>
 #include <rlock/proc/signal_block.hpp>
 #include <rlock/proc/signals.hpp>
+#include <rlock/proc/termination.hpp>
 #include <rlock/proc/watchdog.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
@@ -15,6 +17,7 @@
 
 #include <poll.h>
 #include <pwd.h>
+#include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -186,12 +189,64 @@ wait_for_event(const proc::SignalBlock& signals,
 // Runs until the child exits: forwards signals, and stops the child's group
 // when the lease is lost or could expire. The timer runs on CLOCK_BOOTTIME,
 // so it fires on time even after a suspend.
+// Signals the child's group, and continues it so that a stopped group
+// gets the signal too (as timeout(1) does).
+void
+signal_and_continue(const proc::Child& child, int signal) {
+  child.signal_group(signal);
+  if (signal != SIGKILL && signal != SIGCONT) {
+    child.signal_group(SIGCONT);
+  }
+}
+
+// Signals everything the child started, also what left its process group
+// (timeout(1) in a script, setsid): rlock is their subreaper, so even
+// orphans stay in its tree. For a lost lock only: nothing may outlive it.
+void
+signal_tree(const proc::Child& child, pid_t watchdog, int signal) {
+  signal_and_continue(child, signal);
+  for (const pid_t pid : proc::descendants_of(getpid(), watchdog)) {
+    if (getpgid(pid) != child.pid()) {
+      kill(pid, signal);
+      if (signal != SIGKILL) {
+        kill(pid, SIGCONT);
+      }
+    }
+  }
+}
+
+// Starts stopping the child after a loss: the kill signal now and SIGKILL
+// kill_after later, or SIGKILL at once when the lease may already have
+// expired (rlock was stopped or suspended past it). Returns when to SIGKILL.
+BootTime
+stop_child(const proc::Child& child,
+           pid_t watchdog,
+           const lock::Renewer& renewer,
+           const Held& held,
+           const std::string& loss) {
+  const auto& options = held.options;
+  const BootTime now = boot_now();
+  const BootTime lease_end =
+      renewer.kill_deadline() + options.timing.kill_after;
+  const BootTime sigkill_at =
+      std::min(now + options.timing.kill_after, lease_end);
+  const int signal = now >= lease_end ? SIGKILL : options.kill_signal;
+  events::emit("lost", held.keys.name, {{"reason", loss}});
+  log::error("lost lock " + quote(held.keys.name) + ": " + loss
+             + "; sending SIG" + proc::signal_name(signal) + " to the command");
+  signal_tree(child, watchdog, signal);
+  return sigkill_at;
+}
+
+// Runs until the child exits: forwards signals, and stops the child's group
+// when the lease is lost or could expire. The timer runs on CLOCK_BOOTTIME,
+// so it fires on time even after a suspend.
 Supervision
 supervise(proc::Child& child,
+          pid_t watchdog,
           const lock::Renewer& renewer,
           const proc::SignalBlock& signals,
           const Held& held) {
-  const auto& options = held.options;
   UniqueFd timer(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
   if (timer.get() < 0) {
     throw_errno("timerfd_create");
@@ -204,32 +259,38 @@ supervise(proc::Child& child,
       result.exit_code = *code;
       return result;
     }
-    const BootTime now = boot_now();
     if (!result.loss) {
       result.loss = renewer.loss();
-      if (!result.loss && now >= renewer.kill_deadline()) {
+      if (!result.loss && boot_now() >= renewer.kill_deadline()) {
         result.loss = "could not renew it in time";
       }
       if (result.loss) {
-        events::emit("lost", held.keys.name, {{"reason", *result.loss}});
-        log::error("lost lock " + quote(held.keys.name) + ": " + *result.loss
-                   + "; sending SIG" + proc::signal_name(options.kill_signal)
-                   + " to the command");
-        child.signal_group(options.kill_signal);
-        sigkill_at = now + options.timing.kill_after;
+        sigkill_at = stop_child(child, watchdog, renewer, held, *result.loss);
       }
     }
-    if (sigkill_at && !killed && now >= *sigkill_at) {
-      child.signal_group(SIGKILL);
+    if (sigkill_at && !killed && boot_now() >= *sigkill_at) {
+      signal_tree(child, watchdog, SIGKILL);
       killed = true;
+    }
+    if (child.resume_pending() && !result.loss) {
+      child.resume();
     }
     arm_timer(timer.get(),
               !result.loss ? std::optional(renewer.kill_deadline())
               : killed     ? std::nullopt
                            : sigkill_at);
     wait_for_event(signals, renewer, timer.get());
-    while (const int signal = take_terminating(signals)) {
-      child.signal_group(signal);
+    bool child_changed = false;
+    while (const int signal = signals.take()) {
+      if (signal == SIGCHLD) {
+        child_changed = true;
+      } else {
+        signal_and_continue(child, signal);
+      }
+    }
+    if (child_changed) {
+      // Orphans handed to us as subreaper must not stay zombies.
+      proc::reap_children_except({child.pid(), watchdog});
     }
   }
 }
@@ -238,6 +299,9 @@ int
 run_held(const Held& held, const proc::SignalBlock& signals) {
   const auto& options = held.options;
   std::optional<proc::Child> child;
+  // Orphaned descendants come to us rather than to init, so that a lost lock
+  // can reach them.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   try {
     child.emplace(proc::Child::spawn(child_spec(held, signals)));
   } catch (const Error&) {
@@ -251,18 +315,27 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
                         held.token,
                         options.timing,
                         held.acquired.sent);
-  const auto result = supervise(*child, renewer, signals, held);
+  const auto result = supervise(*child, watchdog.pid(), renewer, signals, held);
   renewer.stop();
+  if (result.loss) {
+    signal_tree(*child, watchdog.pid(), SIGKILL);
+  }
   // Whatever the command left running in its group dies before the release.
   const int exit_code = child->finish();
   watchdog.disarm();
   if (result.loss) {
+    // Gone already, or expiring unrenewed: either way let the next holder in.
+    lock::release_quietly(
+        options.server.endpoint, options.server.connect, held.keys, held.token);
     return exit_code::k_lock_lost;
   }
   if (held.slot && exit_code == exit_code::k_success) {
     mark_slot(held);
   }
   end_hold(held);
+  if (const int signal = child->termination_signal()) {
+    proc::end_by_signal(signal);
+  }
   return exit_code;
 }
 
@@ -287,16 +360,25 @@ run_lock(const RunOptions& options) {
   const auto keys = lock::keys_for(options.server.prefix, options.name);
   const auto token = random_token();
   const auto hooks = make_wait_hooks(options.server, signals);
-  const auto outcome = lock::wait_for_lock(
-      *connection,
-      keys,
-      token,
-      options.timing.ttl,
-      holder_of(options),
-      lock::WaitOptions{options.nonblock, options.wait, options.fair},
-      hooks);
+  lock::WaitOutcome outcome;
+  try {
+    outcome = lock::wait_for_lock(
+        *connection,
+        keys,
+        token,
+        options.timing.ttl,
+        holder_of(options),
+        lock::WaitOptions{options.nonblock, options.wait, options.fair},
+        hooks);
+  } catch (const Error&) {
+    // An acquire whose reply never came may have taken the lock.
+    lock::release_quietly(
+        options.server.endpoint, options.server.connect, keys, token);
+    throw;
+  }
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
+    proc::end_by_signal(outcome.signal);
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
@@ -313,6 +395,7 @@ run_lock(const RunOptions& options) {
                 {"waited_ms", milliseconds(outcome.attempt.sent - started)}});
   if (const int signal = take_terminating(signals)) {
     end_hold(held);
+    proc::end_by_signal(signal);
     return exit_code::k_signal_base + signal;
   }
   if (options.once_per) {

@@ -2,6 +2,7 @@
 #include <rlock/cli/wait_hooks.hpp>
 #include <rlock/lock/protocol.hpp>
 #include <rlock/proc/process_info.hpp>
+#include <rlock/proc/termination.hpp>
 #include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/random.hpp>
@@ -87,16 +88,25 @@ acquire(const StepOptions& options,
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
   const auto token = random_token();
-  const auto outcome = lock::wait_for_lock(
-      connection,
-      keys,
-      token,
-      options.ttl,
-      calling_script(),
-      lock::WaitOptions{options.nonblock, options.wait, options.fair},
-      make_wait_hooks(options.server, signals));
+  lock::WaitOutcome outcome;
+  try {
+    outcome = lock::wait_for_lock(
+        connection,
+        keys,
+        token,
+        options.ttl,
+        calling_script(),
+        lock::WaitOptions{options.nonblock, options.wait, options.fair},
+        make_wait_hooks(options.server, signals));
+  } catch (const Error&) {
+    // An acquire whose reply never came may have taken the lock.
+    lock::release_quietly(
+        options.server.endpoint, options.server.connect, keys, token);
+    throw;
+  }
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
+    proc::end_by_signal(outcome.signal);
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
@@ -168,6 +178,7 @@ wait_until_free(const StepOptions& options,
                             make_wait_hooks(options.server, signals));
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
+    proc::end_by_signal(outcome.signal);
     return exit_code::k_signal_base + outcome.signal;
   }
   return outcome.kind == Kind::acquired ? exit_code::k_success

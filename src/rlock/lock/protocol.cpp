@@ -116,6 +116,22 @@ release(redis::Connection& connection,
                     "cannot release lock " + quote(keys.name));
 }
 
+void
+release_quietly(const redis::Endpoint& endpoint,
+                const redis::ConnectOptions& options,
+                const LockKeys& keys,
+                const std::string& token) {
+  const Duration bound = std::chrono::seconds(1);
+  const redis::ConnectOptions bounded{std::min(options.connect_timeout, bound),
+                                      std::min(options.io_timeout, bound)};
+  try {
+    auto connection = redis::Connection::open(endpoint, bounded);
+    release(connection, keys, token);
+  } catch (const Error&) {
+    // The lease expires by itself.
+  }
+}
+
 std::optional<Duration>
 check(redis::Connection& connection,
       const LockKeys& keys,

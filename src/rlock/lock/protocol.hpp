@@ -84,6 +84,15 @@ bool release(redis::Connection& connection,
              const LockKeys& keys,
              const std::string& token);
 
+// Releases the lock if `token` holds it, on a connection of its own whose
+// every step is bounded by a second; errors are ignored. For the moments when
+// it is unknown whether we hold it (an acquire whose reply never came) or the
+// lease is already given up: a stale lease must not block others for a TTL.
+void release_quietly(const redis::Endpoint& endpoint,
+                     const redis::ConnectOptions& options,
+                     const LockKeys& keys,
+                     const std::string& token);
+
 // Returns the lease's time left when `token` holds the lock (Duration::max()
 // for a lease without expiry), nothing when it does not. Throws Error
 // (unavailable).

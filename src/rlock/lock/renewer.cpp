@@ -99,7 +99,9 @@ Renewer::renew_until_lost() {
   while (sleep_until(next)) {
     const BootTime deadline = kill_deadline();
     if (boot_now() >= deadline) {
-      mark_lost("could not renew it in time (" + m_last_error + ")");
+      mark_lost(
+          "could not renew it in time"
+          + (m_last_error.empty() ? std::string() : " (" + m_last_error + ")"));
       return;
     }
     if (renew_once(deadline)) {

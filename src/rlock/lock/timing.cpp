@@ -20,13 +20,16 @@ make_timing(Duration ttl, std::optional<Duration> kill_after) {
   timing.kill_after = kill_after.value_or(default_kill_after(ttl));
   timing.renew_interval = ttl / 3;
   timing.retry_delay = std::min<Duration>(ttl / 20, 250ms);
-  const Duration limit = ttl - timing.renew_interval - timing.margin;
-  if (timing.kill_after >= limit && !kill_after) {
+  if (ttl < k_min_ttl) {
     return Expected<LeaseTiming>::failure(
         "--ttl " + format_seconds(ttl)
-        + " is too short to renew the lease and stop the child in time");
+        + " is too short to renew safely (at least " + format_seconds(k_min_ttl)
+        + ")");
   }
-  if (timing.kill_after >= limit) {
+  // The kill must not come before half the TTL: the first renewal, at a
+  // third, then has another sixth of the TTL to get through.
+  const Duration limit = ttl / 2 - timing.margin;
+  if (timing.kill_after > limit) {
     const std::string allowed = limit > Duration::zero()
                                     ? "must be under " + format_seconds(limit)
                                     : "use a longer --ttl";

@@ -36,12 +36,16 @@ struct LeaseTiming {
   }
 };
 
+// The shortest lease rlock can renew and guard reliably.
+inline constexpr Duration k_min_ttl = std::chrono::milliseconds(100);
+
 // Returns the default --kill-after for a TTL: ttl/6, at most 10s.
 Duration default_kill_after(Duration ttl);
 
 // Returns the timing for `ttl` and an optional --kill-after, or the reason the
-// combination cannot be safe: the kill must come after the first renewal
-// could have extended the lease (kill_after + margin < ttl*2/3).
+// combination cannot be safe: the TTL is under 100ms, or the kill would come
+// before the first renewal had time to extend the lease (it must be
+// kill_after + margin <= ttl/2).
 Expected<LeaseTiming> make_timing(Duration ttl,
                                   std::optional<Duration> kill_after);
 

@@ -93,13 +93,14 @@ read_exec_error(int fd) {
 
 } // namespace
 
-Child::Child(pid_t pid, bool owns_terminal)
-    : m_pid(pid), m_owns_terminal(owns_terminal) {
+Child::Child(pid_t pid, bool has_terminal)
+    : m_pid(pid), m_has_terminal(has_terminal) {
 }
 
 Child::Child(Child&& other) noexcept
     : m_pid(std::exchange(other.m_pid, -1)),
-      m_owns_terminal(other.m_owns_terminal) {
+      m_has_terminal(other.m_has_terminal),
+      m_resume_pending(other.m_resume_pending) {
 }
 
 Child::~Child() {
@@ -140,7 +141,7 @@ Child::spawn(const ChildSpec& spec) {
     tcsetpgrp(STDIN_FILENO, pid);
   }
   error_write.reset();
-  Child child(pid, own_terminal);
+  Child child(pid, isatty(STDIN_FILENO) != 0);
   if (const int error = read_exec_error(error_read.get())) {
     child.finish();
     throw Error(
@@ -166,24 +167,53 @@ Child::exit_code() {
     return std::nullopt;
   }
   if (info.si_code == CLD_STOPPED) {
-    // Consume the stop report, then follow the child into the background.
+    // Consume the stop report.
+    const int signal = info.si_status;
     waitid(P_PID, static_cast<id_t>(m_pid), &info, WSTOPPED | WNOHANG);
-    if (m_owns_terminal) {
-      suspend_with_child();
-    }
+    follow_stop(signal);
     return std::nullopt;
   }
   return exit_code_of_siginfo(info.si_code, info.si_status);
 }
 
+// Job control at a terminal, as a shell would do it for its job: a child
+// that wants the terminal gets it when we have it; a child stopped by Ctrl-Z
+// (or needing the terminal while we are in the background) takes rlock into
+// the stopped state with it. Either way the owner decides, through
+// resume_pending(), whether the child may go on: its lease may have run out
+// meanwhile.
 void
-Child::suspend_with_child() const {
-  tcsetpgrp(STDIN_FILENO, getpgrp());
+Child::follow_stop(int signal) {
+  const bool terminal_stop =
+      signal == SIGTSTP || signal == SIGTTIN || signal == SIGTTOU;
+  if (!m_has_terminal || !terminal_stop) {
+    return; // stopped by someone's SIGSTOP: theirs to continue
+  }
+  const bool foreground = tcgetpgrp(STDIN_FILENO) == getpgrp();
+  if (signal != SIGTSTP && foreground) {
+    tcsetpgrp(STDIN_FILENO, m_pid);
+    m_resume_pending = true;
+    return;
+  }
+  if (tcgetpgrp(STDIN_FILENO) == m_pid) {
+    tcsetpgrp(STDIN_FILENO, getpgrp());
+  }
   raise(SIGSTOP);
-  // Continued (fg or bg): hand the terminal back if we are in the foreground.
+  // Continued by fg or bg: with fg the terminal is ours to hand over.
   if (tcgetpgrp(STDIN_FILENO) == getpgrp()) {
     tcsetpgrp(STDIN_FILENO, m_pid);
   }
+  m_resume_pending = true;
+}
+
+bool
+Child::resume_pending() const {
+  return m_resume_pending;
+}
+
+void
+Child::resume() {
+  m_resume_pending = false;
   signal_group(SIGCONT);
 }
 
@@ -194,10 +224,11 @@ Child::finish() {
   int status = 0;
   while (waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (m_owns_terminal) {
+  if (m_has_terminal && tcgetpgrp(STDIN_FILENO) == m_pid) {
     tcsetpgrp(STDIN_FILENO, getpgrp());
   }
   m_pid = -1;
+  m_termination_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return exit_code_of_wait_status(status);
 }
 

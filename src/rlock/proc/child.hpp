@@ -43,16 +43,31 @@ public:
   // without reaping it; nothing while it runs. Handles terminal stops.
   std::optional<int> exit_code();
 
+  // True after a job-control stop (Ctrl-Z, fg) once rlock runs again: the
+  // child stays stopped until resume(), or until it is killed.
+  bool resume_pending() const;
+
+  // Continues the child's group after a job-control stop.
+  void resume();
+
   // Kills whatever the child left running in its group, reaps the child and
   // takes the terminal back. Returns the exit code.
   int finish();
 
+  // Returns the signal the child died of, once finished; 0 if it exited.
+  int
+  termination_signal() const {
+    return m_termination_signal;
+  }
+
 private:
-  Child(pid_t pid, bool owns_terminal);
-  void suspend_with_child() const;
+  Child(pid_t pid, bool has_terminal);
+  void follow_stop(int signal);
 
   pid_t m_pid = -1;
-  bool m_owns_terminal = false;
+  bool m_has_terminal = false; // stdin is a terminal
+  bool m_resume_pending = false;
+  int m_termination_signal = 0;
 };
 
 } // namespace rlock::proc

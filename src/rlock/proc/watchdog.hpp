@@ -25,6 +25,12 @@ public:
   // Lets the watchdog exit without killing anything, and reaps it.
   void disarm();
 
+  // Returns the watchdog's pid (-1 once disarmed).
+  pid_t
+  pid() const {
+    return m_pid;
+  }
+
 private:
   Watchdog(pid_t pid, UniqueFd pipe);
 
