@@ -4,6 +4,7 @@
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/status.hpp>
 #include <rlock/cli/step.hpp>
+#include <rlock/proc/process_title.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/exit_codes.hpp>
@@ -18,8 +19,10 @@ namespace {
 
 std::optional<std::string>
 env(const char* name) {
+  // CI systems often export variables empty: empty counts as unset.
   const char* value = std::getenv(name);
-  return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+  return value != nullptr && *value != '\0' ? std::optional<std::string>(value)
+                                            : std::nullopt;
 }
 
 // Flushes stdout and reports a failed write, so `rlock status >/dev/full`
@@ -54,6 +57,7 @@ dispatch(const rlock::cli::ParsedCommand& command) {
 
 int
 main(int argc, char** argv) {
+  rlock::proc::remember_argv(argc, argv);
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
     const rlock::cli::Environment environment{env("RLOCK_URL"),

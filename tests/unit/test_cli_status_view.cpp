@@ -97,3 +97,26 @@ TEST_CASE("format_status_json survives bytes that are not UTF-8") {
   snapshot.locks[0].command = "\xff\xfe";
   CHECK_NOTHROW(nlohmann::json::parse(cli::format_status_json(snapshot)));
 }
+
+TEST_CASE("format_status_table cuts long names in the middle, and only then") {
+  auto snapshot = sample();
+  snapshot.locks[0].name = std::string(40, 'n') + "-A";
+  snapshot.locks[1].name = std::string(40, 'n') + "-B";
+  const auto lines = lines_of(cli::format_status_table(snapshot));
+  CHECK_THAT(lines[1], Catch::StartsWith("nnnnnnnnnnn...nnnnnnnn-A  "));
+  CHECK_THAT(lines[2], Catch::StartsWith("nnnnnnnnnnn...nnnnnnnn-B  "));
+  for (const auto& line : lines) {
+    CHECK(line.size() <= 80);
+  }
+  // Wide enough: nothing is cut.
+  const auto wide = lines_of(cli::format_status_table(snapshot, 200));
+  CHECK_THAT(wide[1], Catch::StartsWith(std::string(40, 'n') + "-A"));
+}
+
+TEST_CASE("format_status_table shows a multi-line command on one line") {
+  auto snapshot = sample();
+  snapshot.locks[0].command = "/bin/sh -c '\n  sleep 7\n'";
+  const auto lines = lines_of(cli::format_status_table(snapshot, 200));
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[1], Catch::Contains("/bin/sh -c '\\n  sleep 7\\n'"));
+}

@@ -28,3 +28,19 @@ TEST_CASE("truncate_columns counts UTF-8 code points") {
   CHECK(column_width("héllo") == 5);
   CHECK(truncate_columns("héllo wörld", 8) == "héllo...");
 }
+
+TEST_CASE("truncate_middle keeps both ends") {
+  using rlock::truncate_middle;
+  CHECK(truncate_middle("short", 10) == "short");
+  CHECK(truncate_middle("very-long-lock-name-variant-A", 15)
+        == "very-l...iant-A");
+  CHECK(truncate_middle("very-long-lock-name-variant-B", 15)
+        == "very-l...iant-B");
+  CHECK(rlock::column_width(truncate_middle("ünïcödé-ünïcödé-ünïcödé", 9))
+        == 9);
+}
+
+TEST_CASE("printable escapes control characters without quoting") {
+  CHECK(rlock::printable("sh -c 'a\nb'") == "sh -c 'a\\nb'");
+  CHECK(rlock::printable("\x1b[31mRED") == "\\x1B[31mRED");
+}

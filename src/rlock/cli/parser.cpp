@@ -113,14 +113,16 @@ public:
 void
 add_server_options(CLI::App& app, RawOptions& raw) {
   const std::string group = "Connection";
-  app.add_option("--url",
-                 raw.url,
-                 "redis://[user[:pass]@]host[:port][/db]\n"
-                 "or unix:///path.sock[?db=N]\n"
-                 "($RLOCK_URL, $REDIS_URL, redis://127.0.0.1)")
+  add_optional(app,
+               "--url",
+               raw.url,
+               "redis://[user[:pass]@]host[:port][/db]\n"
+               "or unix:///path.sock[?db=N]\n"
+               "($RLOCK_URL, $REDIS_URL, redis://127.0.0.1)")
       ->type_name("URL")
       ->group(group);
-  app.add_option("--prefix", raw.prefix, "key prefix ($RLOCK_PREFIX, rlock:)")
+  add_optional(
+      app, "--prefix", raw.prefix, "key prefix ($RLOCK_PREFIX, rlock:)")
       ->type_name("P")
       ->group(group);
   app.add_option("--connect-timeout",
@@ -543,6 +545,36 @@ version_text() {
          + "." + std::to_string(HIREDIS_PATCH) + "\nTLS: not built in\n";
 }
 
+// Before a subcommand only the options every command shares may stand; a
+// run option there is a mistake, or a NAME meant to equal the subcommand.
+void
+check_options_before(const Split& split) {
+  static const std::vector<std::string_view> k_shared{"--url",
+                                                      "--prefix",
+                                                      "--connect-timeout",
+                                                      "--io-timeout",
+                                                      "-v",
+                                                      "--verbose",
+                                                      "-q",
+                                                      "--quiet",
+                                                      "-h",
+                                                      "--help",
+                                                      "-V",
+                                                      "--version"};
+  for (std::size_t i = 0; i < split.options.size(); ++i) {
+    const std::string& option = split.options[i];
+    const auto name = std::string_view(option).substr(0, option.find('='));
+    if (std::find(k_shared.begin(), k_shared.end(), name) == k_shared.end()) {
+      throw_usage(quote(option) + " does not apply to '" + *split.name
+                  + "'; to lock a NAME '" + *split.name + "', write rlock "
+                  + "[OPTIONS] -- " + *split.name + " COMMAND");
+    }
+    if (takes_value(option)) {
+      ++i; // its value
+    }
+  }
+}
+
 ParsedCommand
 parse_command_line(const std::vector<std::string>& args,
                    const Environment& environment) {
@@ -551,6 +583,9 @@ parse_command_line(const std::vector<std::string>& args,
   const Split split = split_at_name(args);
   const bool subcommand =
       !split.explicit_name && split.name && is_subcommand(*split.name);
+  if (subcommand) {
+    check_options_before(split);
+  }
   if (auto help = run_cli11(*app, subcommand ? args : split.options)) {
     return InfoRequest{*help};
   }

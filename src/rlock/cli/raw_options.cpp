@@ -51,18 +51,21 @@ ServerOptions
 server_of(const RawOptions& raw, const Environment& environment) {
   ServerOptions server;
   std::string option = "--url";
-  std::string url = raw.url;
-  if (url.empty() && environment.rlock_url) {
+  std::string url;
+  if (raw.url) {
+    url = *raw.url;
+  } else if (environment.rlock_url) {
     url = *environment.rlock_url;
     option = "RLOCK_URL";
-  } else if (url.empty() && environment.redis_url) {
+  } else if (environment.redis_url) {
     url = *environment.redis_url;
     option = "REDIS_URL";
-  } else if (url.empty()) {
+  } else {
     url = k_default_url;
   }
   server.endpoint = value_or_usage_error(redis::parse_url(url), option);
-  server.prefix = !raw.prefix.empty()        ? raw.prefix
+  // An empty --prefix is a prefix like any other.
+  server.prefix = raw.prefix                 ? *raw.prefix
                   : environment.rlock_prefix ? *environment.rlock_prefix
                                              : "rlock:";
   server.connect.connect_timeout =

@@ -17,8 +17,8 @@ inline constexpr std::string_view k_try_help = " (try 'rlock --help')";
 // Every option of every command, as typed; the optional ones are empty when
 // not given (an empty string given is an error, not a default).
 struct RawOptions {
-  std::string url;
-  std::string prefix;
+  std::optional<std::string> url;
+  std::optional<std::string> prefix;
   std::optional<std::string> wait;
   std::optional<std::string> ttl;
   std::optional<std::string> kill_after;

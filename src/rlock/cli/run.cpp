@@ -339,6 +339,21 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   return exit_code;
 }
 
+// -n fails silently, as flock does (cron mails any output); a -w that ran
+// out says so, for the CI log.
+void
+report_not_acquired(const std::string& name,
+                    const std::optional<Duration>& wait,
+                    const lock::AcquireAttempt& attempt) {
+  const std::string holder = printable(attempt.holder);
+  if (wait && *wait > Duration::zero()) {
+    log::notice("gave up waiting for " + quote(name) + " after "
+                + format_duration(*wait) + "; held by " + holder);
+  } else {
+    log::info("not acquired: " + quote(name) + " is held by " + holder);
+  }
+}
+
 lock::Holder
 holder_of(const RunOptions& options) {
   return lock::Holder{
@@ -382,8 +397,7 @@ run_lock(const RunOptions& options) {
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
-    log::info("not acquired: " + quote(options.name) + " is held by "
-              + outcome.attempt.holder);
+    report_not_acquired(options.name, options.wait, outcome.attempt);
     return options.conflict_exit_code;
   }
   Held held{options, keys, token, outcome.attempt, connection, std::nullopt};

@@ -14,8 +14,10 @@ namespace {
 
 using Row = std::vector<std::string>;
 
-constexpr std::size_t k_name_max = 24;
-constexpr std::size_t k_holder_max = 28;
+// When the table would not fit, NAME and HOLDER give up their middles down to
+// these widths: both ends stay, so two long names still look different.
+constexpr std::size_t k_name_cut = 24;
+constexpr std::size_t k_holder_cut = 28;
 
 std::string
 ttl_text(const lock::LockState& state) {
@@ -27,16 +29,15 @@ ttl_text(const lock::LockState& state) {
 // One row; the QUEUE cell only when `with_queue`. COMMAND comes last.
 Row
 row_of(const lock::LockState& state, std::int64_t now_ms, bool with_queue) {
-  Row row{truncate_columns(state.name, k_name_max)};
+  Row row{printable(state.name)};
   if (!state.held) {
     row.insert(row.end(), {"-", "-", "-", "-"});
   } else {
     const auto held_for = std::chrono::milliseconds(
         std::max<std::int64_t>(now_ms - state.acquired_ms, 0));
     row.insert(row.end(),
-               {truncate_columns(state.user + "@" + state.host + ":"
-                                     + std::to_string(state.pid),
-                                 k_holder_max),
+               {printable(state.user + "@" + state.host + ":"
+                          + std::to_string(state.pid)),
                 format_duration(held_for),
                 ttl_text(state),
                 std::to_string(state.fence)});
@@ -44,7 +45,7 @@ row_of(const lock::LockState& state, std::int64_t now_ms, bool with_queue) {
   if (with_queue) {
     row.push_back(std::to_string(state.waiters));
   }
-  row.push_back(state.held ? state.command : "(free)");
+  row.push_back(state.held ? printable(state.command) : "(free)");
   return row;
 }
 
@@ -54,16 +55,33 @@ pad(const std::string& text, std::size_t width) {
   return text + std::string(width > used ? width - used : 0, ' ');
 }
 
+// Returns the widths of the columns but the last.
+std::vector<std::size_t>
+column_widths(const std::vector<Row>& rows) {
+  std::vector<std::size_t> widths(rows.front().size() - 1, 0);
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      widths[i] = std::max(widths[i], column_width(row[i]));
+    }
+  }
+  return widths;
+}
+
+// True when all columns but the last, plus 10 of the last, fit `width`.
+bool
+fits(const std::vector<Row>& rows, std::size_t width) {
+  std::size_t used = 10;
+  for (const auto w : column_widths(rows)) {
+    used += w + 2;
+  }
+  return used <= width;
+}
+
 // Lays the rows out in aligned columns; the last one is cut to fit `width`.
 std::string
 layout(const std::vector<Row>& rows, std::size_t width) {
   const std::size_t columns = rows.front().size();
-  std::vector<std::size_t> widths(columns, 0);
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i + 1 < columns; ++i) {
-      widths[i] = std::max(widths[i], column_width(row[i]));
-    }
-  }
+  const auto widths = column_widths(rows);
   std::size_t used = 0;
   for (std::size_t i = 0; i + 1 < columns; ++i) {
     used += widths[i] + 2;
@@ -99,6 +117,12 @@ format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
   rows.front().push_back("COMMAND");
   for (const auto& state : snapshot.locks) {
     rows.push_back(row_of(state, snapshot.server_now_ms, with_queue));
+  }
+  if (!fits(rows, width)) {
+    for (auto& row : rows) {
+      row[0] = truncate_middle(row[0], k_name_cut);
+      row[1] = truncate_middle(row[1], k_holder_cut);
+    }
   }
   return layout(rows, width);
 }

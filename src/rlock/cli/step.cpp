@@ -110,6 +110,11 @@ acquire(const StepOptions& options,
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
+    if (options.wait && *options.wait > Duration::zero()) {
+      log::notice("gave up waiting for " + quote(keys.name) + " after "
+                  + format_duration(*options.wait) + "; held by "
+                  + printable(outcome.attempt.holder));
+    }
     return options.conflict_exit_code;
   }
   log::info("acquired " + quote(keys.name) + " (fence "
@@ -143,8 +148,9 @@ release(const StepOptions& options,
     log::warning("lock " + quote(keys.name) + " was not held");
     return exit_code::k_failure;
   }
-  log::error("broke lock " + quote(keys.name) + " held by " + broken->holder
-             + " (" + broken->command + ")");
+  log::error("broke lock " + quote(keys.name) + " held by "
+             + printable(broken->holder) + " (" + printable(broken->command)
+             + ")");
   return exit_code::k_success;
 }
 

@@ -1,6 +1,8 @@
 #include <rlock/lock/status.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/exit_codes.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/text.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -42,11 +44,21 @@ fill_field(LockState& state,
   }
 }
 
+// Fills `state` from HGETALL and PTTL. A key that is not a lock (another
+// program's, under our prefix) is an error when asked for by name, and
+// skipped with a warning in a listing.
 void
 read_hash(LockState& state,
           const redis::Reply& hash,
-          const redis::Reply& pttl) {
+          const redis::Reply& pttl,
+          bool listing) {
   const std::string what = "cannot read lock " + state.key;
+  if (listing && hash->type == REDIS_REPLY_ERROR) {
+    log::warning("skipping " + quote(state.key) + ": not a lock ("
+                 + std::string(hash->str, hash->len) + ")");
+    state.held = false;
+    return;
+  }
   redis::throw_if_error(hash, what);
   redis::throw_if_error(pttl, what);
   const auto ttl = redis::integer_of(pttl.get(), what);
@@ -79,7 +91,8 @@ void
 read_states(redis::Connection& connection,
             std::string_view prefix,
             std::int64_t now_ms,
-            std::vector<LockState>& states) {
+            std::vector<LockState>& states,
+            bool listing) {
   const std::string live_from = "(" + std::to_string(now_ms);
   for (std::size_t start = 0; start < states.size(); start += k_batch) {
     const auto end = std::min(states.size(), start + k_batch);
@@ -95,7 +108,7 @@ read_states(redis::Connection& connection,
       auto hash = connection.read_reply();
       auto pttl = connection.read_reply();
       auto waiters = connection.read_reply();
-      read_hash(states[i], hash, pttl);
+      read_hash(states[i], hash, pttl, listing);
       redis::throw_if_error(waiters,
                             "cannot read the queue of " + states[i].key);
       states[i].waiters = redis::integer_of(waiters.get(), "ZCOUNT");
@@ -135,12 +148,12 @@ scan_lock_names(redis::Connection& connection,
   return names;
 }
 
-} // namespace
-
+// Reads the locks `names`; in a listing, foreign keys are skipped.
 StatusSnapshot
-read_locks(redis::Connection& connection,
-           std::string_view prefix,
-           const std::vector<std::string>& names) {
+read_some(redis::Connection& connection,
+          std::string_view prefix,
+          const std::vector<std::string>& names,
+          bool listing) {
   StatusSnapshot snapshot;
   snapshot.server_now_ms = server_time_ms(connection);
   for (const auto& name : names) {
@@ -149,16 +162,26 @@ read_locks(redis::Connection& connection,
     state.key = keys_for(prefix, name).lock;
     snapshot.locks.push_back(std::move(state));
   }
-  read_states(connection, prefix, snapshot.server_now_ms, snapshot.locks);
+  read_states(
+      connection, prefix, snapshot.server_now_ms, snapshot.locks, listing);
   return snapshot;
+}
+
+} // namespace
+
+StatusSnapshot
+read_locks(redis::Connection& connection,
+           std::string_view prefix,
+           const std::vector<std::string>& names) {
+  return read_some(connection, prefix, names, false);
 }
 
 StatusSnapshot
 list_locks(redis::Connection& connection,
            std::string_view prefix,
            std::string_view match) {
-  auto snapshot = read_locks(
-      connection, prefix, scan_lock_names(connection, prefix, match));
+  auto snapshot = read_some(
+      connection, prefix, scan_lock_names(connection, prefix, match), true);
   // A lock may have been released between SCAN and the read.
   std::erase_if(snapshot.locks,
                 [](const LockState& state) { return !state.held; });

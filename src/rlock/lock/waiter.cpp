@@ -160,9 +160,9 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
 // when the holder or the place changes.
 void
 Waiter::report(const AcquireAttempt& attempt) {
-  std::string who = attempt.holder;
+  std::string who = printable(attempt.holder);
   if (!attempt.command.empty()) {
-    who += " (" + attempt.command + ")";
+    who += " (" + printable(attempt.command) + ")";
   }
   const std::string key = who + "/" + std::to_string(attempt.place);
   if (key == m_last_report) {

@@ -1,3 +1,4 @@
+#include <rlock/proc/process_title.hpp>
 #include <rlock/proc/watchdog.hpp>
 #include <rlock/util/error.hpp>
 
@@ -24,6 +25,7 @@ watch(int pipe_fd, pid_t group) {
   // Out of rlock's job, so a signal to that job does not take us along.
   setpgid(0, 0);
   prctl(PR_SET_NAME, "rlock-watchdog");
+  set_process_title("rlock-watchdog");
   // Keep nothing of rlock's open: a watchdog holding a pipe of the caller's
   // would delay that reader's EOF.
   const int kept = fcntl(pipe_fd, F_DUPFD, 10);

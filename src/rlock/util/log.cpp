@@ -50,6 +50,13 @@ warning(const std::string& message) {
 }
 
 void
+notice(const std::string& message) {
+  if (g_level != Level::quiet) {
+    write_line(message);
+  }
+}
+
+void
 info(const std::string& message) {
   if (g_level == Level::verbose) {
     write_line(message);

@@ -19,6 +19,9 @@ void error(const std::string& message);
 // Writes "rlock: warning: <message>" to stderr unless quiet.
 void warning(const std::string& message);
 
+// Writes "rlock: <message>" to stderr unless quiet.
+void notice(const std::string& message);
+
 // Writes "rlock: <message>" to stderr when verbose.
 void info(const std::string& message);
 

@@ -15,7 +15,12 @@ is_utf8_continuation(unsigned char c) {
 
 std::string
 quote(std::string_view text) {
-  std::string result = "'";
+  return "'" + printable(text) + "'";
+}
+
+std::string
+printable(std::string_view text) {
+  std::string result;
   for (unsigned char c : text) {
     if (c == '\n') {
       result += "\\n";
@@ -29,7 +34,7 @@ quote(std::string_view text) {
       result += static_cast<char>(c);
     }
   }
-  return result + "'";
+  return result;
 }
 
 std::string
@@ -55,6 +60,40 @@ shell_join(const std::vector<std::string>& argv) {
     result += '\'';
   }
   return result;
+}
+
+namespace {
+
+// Returns the byte offset where column `column` of `text` starts.
+std::size_t
+offset_of_column(std::string_view text, std::size_t column) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!is_utf8_continuation(static_cast<unsigned char>(text[i]))) {
+      if (seen == column) {
+        return i;
+      }
+      ++seen;
+    }
+  }
+  return text.size();
+}
+
+} // namespace
+
+std::string
+truncate_middle(std::string_view text, std::size_t width) {
+  const std::size_t columns = column_width(text);
+  if (columns <= width) {
+    return std::string(text);
+  }
+  if (width <= 3) {
+    return std::string(width, '.');
+  }
+  const std::size_t tail = (width - 3) / 2;
+  const std::size_t head = width - 3 - tail;
+  return std::string(text.substr(0, offset_of_column(text, head))) + "..."
+         + std::string(text.substr(offset_of_column(text, columns - tail)));
 }
 
 std::size_t
