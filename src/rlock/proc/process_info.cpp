@@ -97,11 +97,16 @@ descendants_of(pid_t root, pid_t excluded) {
 
 void
 reap_children_except(const std::vector<pid_t>& kept) {
-  const pid_t self = getpid();
-  for (const auto& entry : all_processes()) {
-    const bool ours = entry.parent == self && entry.state == 'Z';
-    if (ours && std::find(kept.begin(), kept.end(), entry.pid) == kept.end()) {
-      waitpid(entry.pid, nullptr, WNOHANG);
+  // Our own children only, from each thread's list: no walk over /proc.
+  std::error_code error;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream file(task.path() / "children");
+    pid_t pid = 0;
+    while (file >> pid) {
+      if (std::find(kept.begin(), kept.end(), pid) == kept.end()) {
+        waitpid(pid, nullptr, WNOHANG);
+      }
     }
   }
 }
