@@ -123,20 +123,29 @@ echo "$pid" >"$base.pid"
 sleep "$offset"
 EOF
   chmod +x "$d/waiter.sh" "$d/holder.sh"
+  # Where the race window lies depends on how fast this rlock starts (a
+  # sanitizer build is many times slower): time one uncontended run, and
+  # spread the releases over twice that, at least 10 ms, in 50 steps.
+  local started run_ms step_us
+  started=$(date +%s%N)
+  run -0 rl -n race-calibration true
+  run_ms=$((($(date +%s%N) - started) / 1000000))
+  step_us=$((run_ms * 2 * 1000 / 50))
+  ((step_us >= 200)) || step_us=200
   # (Not `i`: bats 1.8.2's `run` overwrites a variable named i.)
   for ((round = 0; round < 50; round++)); do
-    # 0 to 9.8 ms after the waiter started, in steps of 0.2 ms (plus the
-    # jitter of starting `sleep`): its first attempt and its subscription
-    # are a few milliseconds into its run.
-    offset=$(printf '0.%04d' $((round * 2)))
+    # From 0 to about two uncontended runs after the waiter started (plus
+    # the jitter of starting `sleep`): its first attempt and its
+    # subscription fall in that span.
+    offset=$(printf '%d.%06d' $((round * step_us / 1000000)) $((round * step_us % 1000000)))
     run -0 rl -t 60s race "$d/holder.sh" "$d/w$round" "$RLOCK" "$offset"
     track "$(<"$d/w$round.pid")"
     wait_until 15 file_has "$d/w$round.rc"
     rc=$(<"$d/w$round.rc")
     ms=$(<"$d/w$round.ms")
-    # The holder lets go at most some 30 ms into the waiter's run and the
-    # message wakes it at once; 2 s is generous, and still short of the 3 s
-    # that a waiter woken only by its deadline takes.
+    # The holder lets go within about two uncontended runs of the waiter's
+    # start and the message wakes it at once; 2 s is generous, and still
+    # short of the 3 s that a waiter woken only by its deadline takes.
     if [[ $rc != 0 ]] || ((ms >= 2000)); then
       echo "round $round (offset ${offset}s): waiter exited $rc after ${ms}ms: $(cat "$d/w$round.err")" >>"$d/failures"
     fi
