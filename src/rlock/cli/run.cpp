@@ -243,10 +243,11 @@ stop_child(const proc::Child& child,
 // so it fires on time even after a suspend.
 Supervision
 supervise(proc::Child& child,
-          pid_t watchdog,
+          proc::Watchdog& watchdog_process,
           const lock::Renewer& renewer,
           const proc::SignalBlock& signals,
           const Held& held) {
+  const pid_t watchdog = watchdog_process.pid();
   UniqueFd timer(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
   if (timer.get() < 0) {
     throw_errno("timerfd_create");
@@ -255,18 +256,23 @@ supervise(proc::Child& child,
   std::optional<BootTime> sigkill_at;
   bool killed = false;
   while (true) {
-    if (const auto code = child.exit_code()) {
-      result.exit_code = *code;
-      return result;
-    }
+    const auto code = child.exit_code();
+    // The loss first: a child that ended after its lease may have run out
+    // (killed by the watchdog while rlock was stopped, say) lost the lock.
     if (!result.loss) {
       result.loss = renewer.loss();
       if (!result.loss && boot_now() >= renewer.kill_deadline()) {
-        result.loss = "could not renew it in time";
+        const auto failure = renewer.last_failure();
+        result.loss = "could not renew it in time"
+                      + (failure.empty() ? "" : " (" + failure + ")");
       }
       if (result.loss) {
         sigkill_at = stop_child(child, watchdog, renewer, held, *result.loss);
       }
+    }
+    if (code) {
+      result.exit_code = *code;
+      return result;
     }
     if (sigkill_at && !killed && boot_now() >= *sigkill_at) {
       signal_tree(child, watchdog, SIGKILL);
@@ -274,6 +280,12 @@ supervise(proc::Child& child,
     }
     if (child.resume_pending() && !result.loss) {
       child.resume();
+    }
+    if (!result.loss) {
+      // Should rlock be stopped from here on, the watchdog kills the group
+      // at the lease's end on its own.
+      watchdog_process.kill_at(renewer.kill_deadline()
+                               + held.options.timing.kill_after);
     }
     arm_timer(timer.get(),
               !result.loss ? std::optional(renewer.kill_deadline())
@@ -308,14 +320,15 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
     end_hold(held);
     throw;
   }
-  proc::Watchdog watchdog = proc::Watchdog::start(child->pid());
+  proc::Watchdog watchdog = proc::Watchdog::start(
+      child->pid(), options.timing.valid_until(held.acquired.sent));
   lock::Renewer renewer(options.server.endpoint,
                         options.server.connect,
                         held.keys,
                         held.token,
                         options.timing,
                         held.acquired.sent);
-  const auto result = supervise(*child, watchdog.pid(), renewer, signals, held);
+  const auto result = supervise(*child, watchdog, renewer, signals, held);
   renewer.stop();
   if (result.loss) {
     signal_tree(*child, watchdog.pid(), SIGKILL);

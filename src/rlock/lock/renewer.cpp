@@ -134,14 +134,19 @@ Renewer::renew_once(BootTime deadline) {
     }
   } catch (const Error& e) {
     m_connection.reset();
-    if (m_last_error.empty()) {
-      log::warning(std::string(e.what()) + "; retrying");
+    record_failure(e.what());
+    // Past the deadline the lease is given up: no "retrying" after that.
+    if (boot_now() < deadline) {
+      if (m_last_error.empty()) {
+        log::warning(std::string(e.what()) + "; retrying");
+      }
+      report_failure(deadline);
     }
     m_last_error = e.what();
-    report_failure(deadline);
     return false;
   }
   m_last_error.clear();
+  record_failure("");
   m_at_risk = false;
   m_last_sent_ns = sent.count();
   notify();
@@ -187,6 +192,18 @@ Renewer::sleep_until(BootTime when) const {
       return false;
     }
   }
+}
+
+void
+Renewer::record_failure(const std::string& error) {
+  std::lock_guard lock(m_loss_mutex);
+  m_failure = error;
+}
+
+std::string
+Renewer::last_failure() const {
+  std::lock_guard lock(m_loss_mutex);
+  return m_failure;
 }
 
 void

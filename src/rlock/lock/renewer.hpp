@@ -39,6 +39,9 @@ public:
   // Returns why the lease is lost, or nothing while it holds.
   std::optional<std::string> loss() const;
 
+  // Returns why the last renewal failed, "" after a success.
+  std::string last_failure() const;
+
   // Returns a descriptor that turns readable when kill_deadline() or loss()
   // changed; call drain_wakeups() after reading the state.
   int wakeup_fd() const;
@@ -56,6 +59,7 @@ private:
   bool renew_once(BootTime deadline);
   void mark_lost(const std::string& reason);
   void report_failure(BootTime deadline);
+  void record_failure(const std::string& error);
   void notify() const;
 
   redis::Endpoint m_endpoint;
@@ -67,6 +71,7 @@ private:
   std::atomic<bool> m_lost{false};
   mutable std::mutex m_loss_mutex;
   std::string m_loss_reason;
+  std::string m_failure; // guarded by m_loss_mutex
   std::string m_last_error;
   bool m_at_risk = false;
   std::optional<redis::Connection> m_connection;

@@ -32,6 +32,14 @@ SignalBlock::SignalBlock(const std::vector<int>& delivered,
 
 SignalBlock::~SignalBlock() {
   m_fd.reset();
+  // A write to a closed pipe already failed with EPIPE and was handled;
+  // its SIGPIPE must not kill us once unblocked.
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  const timespec no_wait{0, 0};
+  while (sigtimedwait(&pipe_only, nullptr, &no_wait) == SIGPIPE) {
+  }
   pthread_sigmask(SIG_SETMASK, &m_original, nullptr);
 }
 

@@ -3,22 +3,36 @@
 #include <rlock/util/error.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <utility>
 
 namespace rlock::proc {
 
 namespace {
 
-constexpr char k_disarm = 'q';
+// Messages on the pipe are 8-byte CLOCK_BOOTTIME instants in nanoseconds:
+// the new moment to kill the group at; 0 disarms.
+constexpr std::int64_t k_disarm = 0;
 
+void
+arm(int timer_fd, std::int64_t kill_at_ns) {
+  itimerspec spec{};
+  spec.it_value.tv_sec = static_cast<time_t>(kill_at_ns / 1'000'000'000);
+  spec.it_value.tv_nsec = static_cast<long>(kill_at_ns % 1'000'000'000);
+  timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+// Runs in the forked watchdog: only async-signal-safe calls.
 [[noreturn]] void
-watch(int pipe_fd, pid_t group) {
+watch(int pipe_fd, pid_t group, std::int64_t kill_at_ns) {
   sigset_t all;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, nullptr);
@@ -35,13 +49,39 @@ watch(int pipe_fd, pid_t group) {
   }
   dup2(kept, 3);
   close_range(4, ~0U, 0);
-  char byte = 0;
-  ssize_t n = 0;
-  do {
-    n = read(3, &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1 || byte != k_disarm) {
-    kill(-group, SIGKILL);
+  // The timer runs on CLOCK_BOOTTIME: it fires at the lease's end even when
+  // rlock is stopped (its renewer with it) or the machine slept.
+  const int timer_fd = timerfd_create(CLOCK_BOOTTIME, 0);
+  arm(timer_fd, kill_at_ns);
+  while (true) {
+    pollfd fds[2] = {{3, POLLIN, 0}, {timer_fd, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      continue;
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      break; // the lease ended without word from rlock
+    }
+    std::int64_t message = 0;
+    const ssize_t n = read(3, &message, sizeof(message));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n != static_cast<ssize_t>(sizeof(message))) {
+      break; // rlock is gone
+    }
+    if (message == k_disarm) {
+      _exit(0);
+    }
+    arm(timer_fd, message);
+  }
+  kill(-group, SIGKILL);
+  // Stay until rlock disarms or dies, so that its writes to the pipe never
+  // meet a closed reader.
+  std::int64_t message = 0;
+  while (read(3, &message, sizeof(message)) > 0 || errno == EINTR) {
+    if (message == k_disarm) {
+      break;
+    }
   }
   _exit(0);
 }
@@ -61,7 +101,7 @@ Watchdog::~Watchdog() {
 }
 
 Watchdog
-Watchdog::start(pid_t group) {
+Watchdog::start(pid_t group, BootTime kill_at) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     throw_errno("pipe");
@@ -73,9 +113,18 @@ Watchdog::start(pid_t group) {
     throw_errno("fork");
   }
   if (pid == 0) {
-    watch(read_end.get(), group);
+    watch(read_end.get(), group, kill_at.count());
   }
   return Watchdog(pid, std::move(write_end));
+}
+
+void
+Watchdog::kill_at(BootTime when) {
+  if (m_pid > 0 && when.count() != m_kill_at_ns) {
+    m_kill_at_ns = when.count();
+    [[maybe_unused]] const auto n =
+        write(m_pipe.get(), &m_kill_at_ns, sizeof(m_kill_at_ns));
+  }
 }
 
 void
@@ -83,7 +132,8 @@ Watchdog::disarm() {
   if (m_pid <= 0) {
     return;
   }
-  [[maybe_unused]] const auto n = write(m_pipe.get(), &k_disarm, 1);
+  [[maybe_unused]] const auto n =
+      write(m_pipe.get(), &k_disarm, sizeof(k_disarm));
   m_pipe.reset();
   while (waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
   }

@@ -1,0 +1,432 @@
+#!/usr/bin/env bats
+#
+# Fault injection: a frozen, crashed or restarted redis-server, a stopped or
+# SIGKILLed rlock, and servers that answer with errors, garbage or nothing.
+#
+# The safety property checked throughout: the child of a holder whose lease
+# may have expired is dead, and two holders' children never run at once.
+# Children record that they are alive as heartbeats ($EPOCHREALTIME lines,
+# every 50 ms); lease times come from --events (the `time` of the last
+# "acquired" or "renewed" event, which is after the request was sent, so
+# "that + TTL" is never earlier than the server's expiry).
+#
+# Tests that freeze, kill or restart redis-server get a server of their own
+# (own_redis); everything that was frozen is continued in teardown.
+
+# Child scripts are single-quoted on purpose (SC2016); `run` sets stderr and
+# stderr_lines (SC2154).
+# shellcheck disable=SC2016,SC2154
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+setup_file() { common_setup_file; }
+teardown_file() { common_teardown_file; }
+setup() {
+  common_setup
+  FROZEN_FILE=$BATS_TEST_TMPDIR/frozen
+  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
+  : >"$FROZEN_FILE"
+  : >"$GROUPS_FILE"
+}
+teardown() {
+  local target
+  # Continue whatever this test stopped (processes and process groups)...
+  while read -r target; do
+    [[ -n $target ]] && kill -CONT -- "$target" 2>/dev/null
+  done <"$FROZEN_FILE"
+  # ...stop this test's own redis-server, if any...
+  if [[ -d $BATS_TEST_TMPDIR/r ]]; then
+    redis_stop "$BATS_TEST_TMPDIR/r"
+  fi
+  # ...and end the rlocks and fake servers started with bg, then what is
+  # left of the children's process groups (only processes whose command
+  # line names this test's directory: a process group ID can be reused).
+  common_teardown
+  local pid
+  while read -r target; do
+    [[ -n $target ]] || continue
+    for pid in $(pgrep -g "$target"); do
+      grep -qaF "$BATS_TEST_TMPDIR" "/proc/$pid/cmdline" 2>/dev/null &&
+        kill -KILL "$pid" 2>/dev/null
+    done
+  done <"$GROUPS_FILE"
+  return 0
+}
+
+# own_redis: a redis-server for this test alone, which it may freeze, kill
+# and restart; exports REDIS_PORT, REDIS_SOCKET, REDIS_PIDFILE, REDIS_DIR and
+# RLOCK_URL (so rl, bg and redis_cli use it). Teardown stops it.
+own_redis() {
+  redis_start "$BATS_TEST_TMPDIR/r"
+}
+
+# freeze TARGET: SIGSTOP TARGET (a PID, or -PGID for a process group);
+# teardown continues it.
+freeze() {
+  echo "$1" >>"$FROZEN_FILE"
+  kill -STOP -- "$1"
+}
+
+# thaw TARGET: SIGCONT TARGET.
+thaw() {
+  kill -CONT -- "$1"
+}
+
+# crash_and_restart_redis: SIGKILL this test's redis-server and start a new
+# one on the same port with the same configuration. The new one starts empty
+# unless a SAVE wrote dump.rdb into the server's directory.
+crash_and_restart_redis() {
+  local pid
+  pid=$(<"$REDIS_PIDFILE")
+  kill -KILL "$pid"
+  wait_until 5 not redis_pid_alive "$pid" || return 1
+  rm -f "$REDIS_PIDFILE" "$REDIS_SOCKET"
+  redis-server "$REDIS_DIR/redis.conf" >/dev/null 2>&1 || return 1
+  redis_await "$REDIS_DIR" "$REDIS_PORT"
+}
+
+# heartbeat_script FILE: a bash script that writes its PID to FILE.pid (it
+# is its process group: rlock makes the child a group leader), then appends
+# $EPOCHREALTIME to FILE every 50 ms until it is killed.
+heartbeat_script() {
+  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
+  printf 'while :; do echo "$EPOCHREALTIME" >>"%s"; sleep 0.05; done' "$1"
+}
+
+# beating FILE: true once the heartbeat child of FILE is running.
+beating() {
+  file_has "$1.pid" && file_has "$1"
+}
+
+# child_group FILE: print the heartbeat child's process group and have
+# teardown SIGKILL what is left of it.
+child_group() {
+  local pgid
+  pgid=$(<"$1.pid")
+  echo "$pgid" >>"$GROUPS_FILE"
+  echo "$pgid"
+}
+
+# group_dead PGID: true when no process is left in process group PGID.
+group_dead() {
+  [[ -z $(pgrep -g "$1") ]]
+}
+
+# usec T: a $EPOCHREALTIME value (seconds, separator, 6 digits) as integer
+# microseconds.
+usec() {
+  local digits=${1//[.,]/}
+  echo $((10#$digits))
+}
+
+# first_beat FILE / last_beat FILE: the first or last heartbeat in FILE, in
+# microseconds since the epoch (lines not of that form are skipped).
+first_beat() {
+  usec "$(grep -E '^[0-9]+[.,][0-9]{6}$' "$1" | head -n 1)"
+}
+last_beat() {
+  usec "$(grep -E '^[0-9]+[.,][0-9]{6}$' "$1" | tail -n 1)"
+}
+
+# beats_after FILE T: number of heartbeats in FILE later than T (us).
+beats_after() {
+  local line n=0
+  while read -r line; do
+    [[ $line =~ ^[0-9]+[.,][0-9]{6}$ ]] || continue
+    (($(usec "$line") > $2)) && n=$((n + 1))
+  done <"$1"
+  echo "$n"
+}
+
+# event_count FILE EVENT: how many EVENT lines the --events FILE has.
+event_count() {
+  grep -c "\"event\":\"$2\"" "$1" 2>/dev/null || true
+}
+
+# more_than N CMD [ARG...]: true when CMD prints a number larger than N.
+more_than() {
+  local n=$1
+  shift
+  (($("$@") > n))
+}
+
+# has_event FILE EVENT: true when the --events FILE has an EVENT line.
+has_event() {
+  (($(event_count "$1" "$2") > 0))
+}
+
+# lease_start FILE: the `time` of the last "acquired" or "renewed" event in
+# the --events FILE, in microseconds since the epoch.
+lease_start() {
+  local iso
+  iso=$(grep -E '"event":"(acquired|renewed)"' "$1" | tail -n 1 |
+    sed -E 's/.*"time":"([^"]+)".*/\1/')
+  [[ -n $iso ]] || {
+    echo "lease_start: no acquired/renewed event in $1" >&2
+    return 1
+  }
+  date -u -d "$iso" +%s%6N
+}
+
+# exits_with CODE PID: background child PID exits (within 10 s) with CODE.
+exits_with() {
+  local rc=0
+  reap "$2" 10 || rc=$?
+  if ((rc != $1)); then
+    echo "pid $2 exited with $rc, expected $1" >&2
+    return 1
+  fi
+}
+
+# before A B WHAT: A < B (both microseconds); otherwise say by how much not.
+before() {
+  if (($1 >= $2)); then
+    echo "$3: $1 is not before $2 (late by $((($1 - $2) / 1000)) ms)" >&2
+    return 1
+  fi
+}
+
+# A fake Redis server on a free loopback port: writes the port to PORTFILE
+# once it listens, then for each connection, by MODE:
+#   partial  reads the request, sends the start of a reply ("*2\r\n:1"), closes
+#   http     reads the request, answers like an HTTP server, closes
+#   silent   accepts and never answers (keeps the connection open)
+FAKE_SERVER='
+import os, socket, sys
+mode, portfile = sys.argv[1], sys.argv[2]
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen(16)
+with open(portfile + ".tmp", "w") as f:
+    f.write(str(server.getsockname()[1]))
+os.rename(portfile + ".tmp", portfile)
+kept = []
+while True:
+    conn, _ = server.accept()
+    if mode == "silent":
+        kept.append(conn)
+        continue
+    conn.recv(65536)
+    if mode == "partial":
+        conn.sendall(b"*2\r\n:1")
+    elif mode == "http":
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    conn.close()
+'
+
+# fake_server MODE: start the fake server; sets FAKE_PORT.
+fake_server() {
+  local portfile=$BATS_TEST_TMPDIR/fake.$1.port
+  bg python3 -c "$FAKE_SERVER" "$1" "$portfile"
+  wait_until 10 file_has "$portfile"
+  FAKE_PORT=$(<"$portfile")
+}
+
+# --- redis-server frozen, crashed, restarted ---------------------------------
+
+@test "redis-server frozen past the TTL: the child is dead before the lease can expire; 70; the next holder never overlaps" {
+  local hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2
+  local ev=$BATS_TEST_TMPDIR/ev redis_pid r1 pgid frozen_at
+  own_redis
+  redis_pid=$(<"$REDIS_PIDFILE")
+  bg "$RLOCK" -t 2s --events "$ev" frozen bash -c "$(heartbeat_script "$hb1")"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  # Freeze after a renewal, so that the lease being guarded is a renewed one.
+  wait_until 5 has_event "$ev" renewed
+  freeze "$redis_pid"
+  frozen_at=$SECONDS
+  exits_with 70 "$r1"
+  grep -q "rlock: lost lock 'frozen': " "$BG_ERR"
+  wait_until 3 group_dead "$pgid"
+  # The safety property: no sign of life at or after (lease start + TTL).
+  before "$(last_beat "$hb1")" "$(($(lease_start "$ev") + 2000000))" \
+    "first child's last heartbeat vs its lease's end"
+  # Keep the server frozen for longer than the TTL in all, then continue it.
+  while ((SECONDS - frozen_at < 3)); do sleep 0.1; done
+  thaw "$redis_pid"
+  run -0 --separate-stderr rl -n -t 2s frozen bash -c \
+    "$(printf 'echo "$EPOCHREALTIME" >>"%s"; sleep 0.2; echo "$EPOCHREALTIME" >>"%s"' "$hb2" "$hb2")"
+  before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
+    "first child's last heartbeat vs second child's first"
+}
+
+@test "redis-server crashed and restarted empty: the renewal finds the lock gone, TERM, 70" {
+  local ready=$BATS_TEST_TMPDIR/ready r1
+  own_redis
+  bg "$RLOCK" -t 4s restarted sh -c \
+    "trap 'echo got-TERM; exit 0' TERM; $(ready_cmd "$ready"); while :; do sleep 0.05; done"
+  r1=$BG_PID
+  wait_until 10 file_has "$ready"
+  key_exists 'rlock:{restarted}'
+  crash_and_restart_redis
+  key_absent 'rlock:{restarted}'
+  exits_with 70 "$r1"
+  [ "$(<"$BG_OUT")" = got-TERM ]
+  grep -q "rlock: lost lock 'restarted': it was deleted or taken over" "$BG_ERR"
+  # Nobody holds it now: the next run takes it at once.
+  run -0 rl -n restarted true
+}
+
+@test "redis-server crashed and restarted with the key (SAVE before): the run goes on and exits 0" {
+  local ev=$BATS_TEST_TMPDIR/ev finish=$BATS_TEST_TMPDIR/finish r1 token renewed
+  own_redis
+  bg "$RLOCK" -t 6s --events "$ev" saved sh -c \
+    'echo "$RLOCK_TOKEN" >"$1/token.tmp" && mv "$1/token.tmp" "$1/token"
+     while [ ! -e "$1/finish" ]; do sleep 0.05; done; echo done' _ "$BATS_TEST_TMPDIR"
+  r1=$BG_PID
+  wait_until 10 file_has "$BATS_TEST_TMPDIR/token"
+  token=$(<"$BATS_TEST_TMPDIR/token")
+  [ "$(redis_cli save)" = OK ]
+  crash_and_restart_redis
+  # The restarted server loaded the lease from dump.rdb.
+  [ "$(redis_cli hget 'rlock:{saved}' token)" = "$token" ]
+  # Renewals before the crash went to the old server; wait for one that the
+  # restarted server accepted.
+  renewed=$(event_count "$ev" renewed)
+  wait_until 8 more_than "$renewed" event_count "$ev" renewed
+  running "$r1"
+  touch "$finish"
+  exits_with 0 "$r1"
+  [ "$(<"$BG_OUT")" = "done" ]
+  run ! grep -q 'lost lock' "$BG_ERR"
+  key_absent 'rlock:{saved}'
+}
+
+# --- rlock stopped or killed --------------------------------------------------
+
+# Only rlock is stopped (kill -STOP from elsewhere, a debugger); its child is
+# not. At the time of writing this fails: nothing stops the child while rlock
+# is stopped (the watchdog only acts when rlock dies), so the child runs past
+# the lease and beside the next holder until rlock is continued.
+@test "rlock SIGSTOPped past the TTL: its child never runs past the lease nor beside the next holder; SIGKILL on SIGCONT; 70" {
+  local hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2
+  local ev=$BATS_TEST_TMPDIR/ev r1 r1_err pgid resumed
+  bg "$RLOCK" -t 1s --events "$ev" stopped bash -c "$(heartbeat_script "$hb1")"
+  r1=$BG_PID
+  r1_err=$BG_ERR
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  wait_until 5 has_event "$ev" renewed
+  freeze "$r1"
+  # The lease runs out; a second holder takes the lock and runs ~0.5 s.
+  run -0 --separate-stderr rl -w 10s -t 1s stopped bash -c \
+    "$(printf 'for i in 1 2 3 4 5 6 7 8 9 10; do echo "$EPOCHREALTIME" >>"%s"; sleep 0.05; done' "$hb2")"
+  resumed=$(usec "$EPOCHREALTIME")
+  thaw "$r1"
+  exits_with 70 "$r1"
+  grep -q "rlock: lost lock 'stopped': " "$r1_err"
+  wait_until 3 group_dead "$pgid"
+  # Killed at once when rlock runs again ("a few ms"; 100 ms for a busy box).
+  before "$(last_beat "$hb1")" "$((resumed + 100000))" \
+    "first child's last heartbeat vs rlock's SIGCONT + 100 ms"
+  # The safety property: no heartbeat after the lease could have expired...
+  before "$(last_beat "$hb1")" "$(($(lease_start "$ev") + 1000000))" \
+    "first child's last heartbeat vs its lease's end"
+  # ...and none while the second holder ran.
+  before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
+    "first child's last heartbeat vs second child's first"
+}
+
+@test "rlock and its child frozen together past the TTL (as a frozen VM): SIGKILL before the child runs again; 70" {
+  local hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2
+  local ev=$BATS_TEST_TMPDIR/ev r1 r1_err pgid resumed
+  bg "$RLOCK" -t 1s --events "$ev" vm bash -c "$(heartbeat_script "$hb1")"
+  r1=$BG_PID
+  r1_err=$BG_ERR
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  wait_until 5 has_event "$ev" renewed
+  freeze "$r1"
+  freeze "-$pgid"
+  run -0 --separate-stderr rl -w 10s -t 1s vm bash -c \
+    "$(printf 'for i in 1 2 3 4 5 6 7 8 9 10; do echo "$EPOCHREALTIME" >>"%s"; sleep 0.05; done' "$hb2")"
+  # Only rlock is continued: it must kill the stopped group, not resume it.
+  resumed=$(usec "$EPOCHREALTIME")
+  thaw "$r1"
+  exits_with 70 "$r1"
+  grep -q "rlock: lost lock 'vm': .*sending SIGKILL" "$r1_err"
+  wait_until 3 group_dead "$pgid"
+  [ "$(beats_after "$hb1" "$resumed")" -eq 0 ]
+  before "$(last_beat "$hb1")" "$(($(lease_start "$ev") + 1000000))" \
+    "first child's last heartbeat vs its lease's end"
+  before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
+    "first child's last heartbeat vs second child's first"
+}
+
+@test "kill -9 of rlock whose child ignores SIGTERM: the watchdog SIGKILLs the group; the lease is left to expire" {
+  local hb=$BATS_TEST_TMPDIR/hb r1 pgid token killed
+  # The heartbeats come from a subshell in the child's group: the child
+  # itself dies with rlock (PR_SET_PDEATHSIG); the rest is the watchdog's.
+  bg "$RLOCK" -t 3s k9 bash -c \
+    "trap '' TERM; echo \"\$RLOCK_TOKEN\" >'$BATS_TEST_TMPDIR/token'; ($(heartbeat_script "$hb")) & wait"
+  r1=$BG_PID
+  wait_until 10 beating "$hb"
+  pgid=$(child_group "$hb")
+  token=$(<"$BATS_TEST_TMPDIR/token")
+  killed=$(usec "$EPOCHREALTIME")
+  kill -KILL "$r1"
+  exits_with 137 "$r1"
+  # "within about 1s": poll for up to 3 s, then check the heartbeats.
+  wait_until 3 group_dead "$pgid"
+  before "$(last_beat "$hb")" "$((killed + 1000000))" \
+    "child's last heartbeat vs rlock's SIGKILL + 1 s"
+  # Nothing released the lease: it is still this run's, and still excludes.
+  [ "$(redis_cli hget 'rlock:{k9}' token)" = "$token" ]
+  (($(redis_cli pttl 'rlock:{k9}') > 0))
+  run -75 rl -n k9 true
+  # It expires by itself within the TTL.
+  wait_until 5 key_absent 'rlock:{k9}'
+  run -0 rl -n k9 true
+}
+
+# --- servers that answer badly or not at all ---------------------------------
+
+@test "a key of the wrong type at the lock key: 69 naming WRONGTYPE; the key is left alone" {
+  [ "$(redis_cli set 'rlock:{wt}' x)" = OK ]
+  run -69 --separate-stderr rl wt touch ran
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ $stderr == "rlock: "*WRONGTYPE* ]]
+  [ ! -e ran ]
+  [ "$(redis_cli type 'rlock:{wt}')" = string ]
+  [ "$(redis_cli get 'rlock:{wt}')" = x ]
+  [ "$(redis_cli pttl 'rlock:{wt}')" = -1 ]
+}
+
+@test "a server that closes the connection mid-reply: 69, one line naming the address" {
+  fake_server partial
+  run -69 --separate-stderr rl --url "redis://127.0.0.1:$FAKE_PORT/0" mid touch ran
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ $stderr == "rlock: "*"127.0.0.1:$FAKE_PORT"*closed* ]]
+  [ ! -e ran ]
+}
+
+@test "a port that does not speak Redis (HTTP): 69, one line saying so" {
+  fake_server http
+  run -69 --separate-stderr rl --url "redis://127.0.0.1:$FAKE_PORT/0" http touch ran
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ $stderr == "rlock: 127.0.0.1:$FAKE_PORT does not speak the Redis protocol"* ]]
+  [ ! -e ran ]
+}
+
+@test "a server that never answers, --io-timeout 0.5s: 69 within a bounded time, one line naming the address" {
+  local start elapsed
+  fake_server silent
+  start=$(now_ms)
+  run -69 --separate-stderr rl --url "redis://127.0.0.1:$FAKE_PORT/0" \
+    --io-timeout 0.5s silent touch ran
+  elapsed=$(($(now_ms) - start))
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ $stderr == "rlock: "*"127.0.0.1:$FAKE_PORT"* ]]
+  [[ $stderr == *"no reply"* ]]
+  [ ! -e ran ]
+  # Bounded, not timed.
+  ((elapsed < 10000))
+}
