@@ -6,6 +6,10 @@
 #   make asan         the same tests on an ASan+UBSan build
 #   make clang        build with clang, warnings as errors
 #   make bench        rlock against flock, etcd and redis-py (bench/RESULTS.md)
+#   make deb          build/rlock_VERSION_ARCH.deb (packaging/README.md)
+#   make dist         build/rlock-VERSION.tar.gz, the committed tree (git archive)
+#   make check-packaging  build, install and remove the .deb (root); parse the
+#                     RPM spec and the Homebrew formula
 #   make check-format / make format / make lint
 #   make install PREFIX=/usr/local DESTDIR=
 
@@ -19,14 +23,18 @@ CTEST = ctest --output-on-failure -j$(JOBS)
 
 BUILD_PACKAGES = g++ cmake make pkg-config libhiredis-dev libcli11-dev \
   nlohmann-json3-dev catch2 scdoc
-TEST_PACKAGES = $(BUILD_PACKAGES) redis-server redis-tools bats
+TEST_PACKAGES = $(BUILD_PACKAGES) redis-server redis-tools bats zsh fish \
+  bash-completion
+DEB_PACKAGES = $(BUILD_PACKAGES) dpkg-dev
+VERSION := $(shell sed -nE 's/^project.rlock VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
 CI_PACKAGES = clang clang-format shellcheck mandoc
 
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
 SHELL_FILES = tests/lib/redis.bash tests/lib/with-redis.sh tests/demo.sh \
-  completions/rlock.bash packaging/install-deps .ci/run
+  completions/rlock.bash packaging/install-deps .ci/run tests/packaging/deb.sh
 
-.PHONY: all build test demo asan clang check-format format lint install clean bench
+.PHONY: all build test demo asan clang check-format format lint install clean \
+  bench deb dist check-packaging
 
 all: build
 
@@ -77,6 +85,27 @@ install: build
 bench:
 	@$(MAKE) --no-print-directory build
 	bench/run $(BUILD_DIR)/rlock
+
+deb:
+	@packaging/install-deps $(DEB_PACKAGES)
+	@$(MAKE) --no-print-directory build
+	rm -f $(BUILD_DIR)/rlock_*.deb
+	cd $(BUILD_DIR) && cpack -G DEB
+	@ls $(BUILD_DIR)/rlock_*.deb
+
+dist:
+	@mkdir -p $(BUILD_DIR)
+	@test -z "$$(git status --porcelain)" || echo "warning: changes not committed are not in the tarball" >&2
+	git archive --format=tar.gz --prefix=rlock-$(VERSION)/ \
+	  -o $(BUILD_DIR)/rlock-$(VERSION).tar.gz HEAD
+	@echo $(BUILD_DIR)/rlock-$(VERSION).tar.gz
+
+check-packaging:
+	@packaging/install-deps $(DEB_PACKAGES) man-db rpm ruby
+	@$(MAKE) --no-print-directory build
+	tests/packaging/deb.sh $(BUILD_DIR)
+	rpmspec -P packaging/rpm/rlock.spec >/dev/null
+	ruby -c packaging/homebrew/rlock.rb
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(CLANG_DIR)

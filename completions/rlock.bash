@@ -52,6 +52,42 @@ _rlock_takes_value()
   return 1
 }
 
+# Adds to COMPREPLY the held lock NAMEs that start with $cur, listed by
+# `rlock status --json` from the server the command line names (--url and
+# --prefix as typed, else the environment). Nothing when no server answers
+# within 0.3s.
+_rlock_names()
+{
+  local cmd=${words[0]} line name quoted match=${cur//\\/}
+  local -a typed args=(status --json --connect-timeout 0.3s --io-timeout 0.3s)
+  [[ $cmd == */* && -x $cmd ]] || cmd=rlock
+  # The line split at blanks only: COMP_WORDS splits a URL at ':'.
+  read -ra typed <<<"${COMP_LINE:0:COMP_POINT}"
+  local i v
+  for ((i = 1; i < ${#typed[@]}; i++)); do
+    case ${typed[i]} in
+      --url=* | --prefix=*) v=${typed[i]} ;;
+      --url | --prefix) v=${typed[i]}=${typed[i + 1]} ;;
+      *) continue ;;
+    esac
+    v=${v/=[\'\"]/=}
+    args+=("${v%[\'\"]}")
+  done
+  while IFS= read -r line; do
+    # One "name" per lock object, on a line of its own.
+    [[ $line =~ ^[[:space:]]*\"name\":[[:space:]]*\"(([^\"\\]|\\.)*)\",?$ ]] ||
+      continue
+    name=${BASH_REMATCH[1]//\\\"/\"}
+    name=${name//\\\\/\\}
+    [[ $name == "$match"* ]] || continue
+    printf -v quoted '%q' "$name"
+    COMPREPLY+=("$quoted")
+  done < <("$cmd" "${args[@]}" 2>/dev/null </dev/null)
+  declare -F __ltrim_colon_completions >/dev/null &&
+    __ltrim_colon_completions "$cur"
+  return 0
+}
+
 # Prints the index in COMP_WORDS of words[$1]; bash-completion joins words
 # that COMP_WORDS splits at '=' or ':', so the two can differ.
 _rlock_comp_index()
@@ -103,7 +139,7 @@ _rlock_subcommand_options()
 # Completes the arguments of subcommand $1, which starts at words[$2].
 _rlock_subcommand()
 {
-  local i=$(($2 + 1)) w
+  local i=$(($2 + 1)) w names=0
   while ((i < cword)); do
     w=${words[i]}
     case $w in
@@ -118,6 +154,7 @@ _rlock_subcommand()
           ((i++))
         fi
         ;;
+      *) ((names++)) ;;
     esac
     ((i++))
   done
@@ -125,8 +162,10 @@ _rlock_subcommand()
     _rlock_value "$prev"
   elif [[ $cur == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$(_rlock_subcommand_options "$1")" -- "$cur")
+  elif [[ $1 == status ]] || ((names == 0)); then
+    # status takes several NAMEs, the others one.
+    _rlock_names
   fi
-  # NAMEs are free text.
   return 0
 }
 
@@ -214,7 +253,10 @@ _rlock()
 
   # The word is an option, NAME, or the subcommand.
   if ((name == 0 || name == cword)); then
-    ((name == cword)) && return 0
+    if ((name == cword)); then
+      _rlock_names
+      return 0
+    fi
     if [[ $split == true ]]; then
       _rlock_takes_value "$prev" && _rlock_value "$prev"
       return 0
@@ -226,10 +268,10 @@ _rlock()
       --hold --once-per --events
       -v --verbose -q --quiet -h --help -V --version
     )
-    # The first word may be the subcommand; later ones NAME, free text.
-    if ((cword == 1)); then
-      opts=(status acquire extend release check wait "${opts[@]}")
-    elif [[ $cur != -* ]]; then
+    # Not an option: the subcommand or NAME.
+    if [[ $cur != -* ]]; then
+      mapfile -t COMPREPLY < <(compgen -W 'status acquire extend release check wait' -- "$cur")
+      _rlock_names
       return 0
     fi
     mapfile -t COMPREPLY < <(compgen -W "${opts[*]}" -- "$cur")

@@ -1,0 +1,562 @@
+#!/usr/bin/env bats
+#
+# One source of truth: the options `rlock --help` and `rlock SUBCOMMAND
+# --help` list are exactly the options of the man page (man/rlock.1.scd) and
+# of the bash, zsh and fish completions, per subcommand. Then the completions
+# themselves, run the way each shell runs them: bash through _rlock with
+# COMP_WORDS, zsh at a prompt in a pseudo-terminal (zsh/zpty), fish with
+# `complete -C`; and lock NAMEs completed from a live server.
+#
+# zsh and fish come from Debian (packaging/install-deps zsh fish); without
+# them their tests are skipped, except under CI=true or RLOCK_REQUIRE_REDIS=1.
+
+# `run` sets output and status (SC2154), also when the helpers below the
+# tests that shellcheck takes for subshells call it (SC2030, SC2031).
+# shellcheck disable=SC2154,SC2030,SC2031
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+MODES=(run status acquire extend release check wait)
+# The option names in a line of --help: "  -w,--wait,--timeout D   text".
+HELP_OPTION='s/^  \(-[^ ]*\).*/\1/p'
+# The same, for options that take a value (a placeholder such as D follows).
+HELP_VALUE_OPTION='s/^  \(-[^ ]*\) [A-Z][A-Z]* .*/\1/p'
+
+setup_file() {
+  if [[ ! -x $RLOCK ]]; then
+    echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
+    return 1
+  fi
+  local dir=$BATS_FILE_TMPDIR mode
+  mkdir -p "$dir/help" "$dir/bin" "$dir/zsh-functions" "$dir/fish-completions"
+  # The completions run `rlock status`: it must be this binary.
+  ln -s "$RLOCK" "$dir/bin/rlock"
+  cp "$ROOT/completions/rlock.zsh" "$dir/zsh-functions/_rlock"
+  cp "$ROOT/completions/rlock.fish" "$dir/fish-completions/rlock.fish"
+  for mode in "${MODES[@]}"; do
+    help_of "$mode" | sed -n "$HELP_OPTION" | tr ',' '\n' | sort -u \
+      >"$dir/help/$mode"
+    help_of "$mode" | sed -n "$HELP_VALUE_OPTION" | tr ',' '\n' | sort -u \
+      >"$dir/help/$mode.values"
+  done
+  sort -u "$dir"/help/{run,status,acquire,extend,release,check,wait} >"$dir/help/all"
+  write_zsh_capture "$dir/capture.zsh"
+  # A server for the NAMEs; the tests that need it skip without one.
+  common_setup_file
+}
+
+teardown_file() {
+  common_teardown_file
+}
+
+setup() {
+  export PATH=$BATS_FILE_TMPDIR/bin:$PATH
+  unset REDIS_URL RLOCK_PREFIX
+  # By default the completions find no server, and never a real one on 6379.
+  RLOCK_URL=redis://127.0.0.1:$(closed_port)/0
+  export RLOCK_URL
+  cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+# help_of MODE: the --help of run mode or of a subcommand.
+help_of() {
+  if [[ $1 == run ]]; then
+    "$RLOCK" --help
+  else
+    "$RLOCK" "$1" --help
+  fi
+}
+
+# same_options WHAT EXPECTED ACTUAL: succeeds when the two sorted files list
+# the same options; otherwise prints the differences and fails.
+same_options() {
+  local missing extra
+  missing=$(comm -23 "$2" "$3" | tr '\n' ' ')
+  extra=$(comm -13 "$2" "$3" | tr '\n' ' ')
+  [[ -z $missing && -z $extra ]] && return 0
+  [[ -n $missing ]] && echo "$1 lacks: $missing"
+  [[ -n $extra ]] && echo "$1 has, but --help does not list: $extra"
+  return 1
+}
+
+# need_shell NAME: skip the test when shell NAME is not installed (fail in CI).
+need_shell() {
+  command -v "$1" >/dev/null && return 0
+  if redis_skip_allowed; then
+    skip "$1 not installed (packaging/install-deps $1)"
+  fi
+  echo "$1 not installed, and CI requires it (packaging/install-deps $1)" >&2
+  return 1
+}
+
+# need_redis: skip the test without redis-server (common_setup_file decided).
+need_redis() {
+  if [[ -n ${RLOCK_TEST_SKIP_REDIS:-} ]]; then
+    skip "redis-server not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
+  fi
+  export RLOCK_URL=redis://127.0.0.1:$REDIS_PORT/0
+  [[ $(redis_cli flushall) == OK ]]
+}
+
+# The line that lists the options of MODE, in every shell.
+options_line() {
+  if [[ $1 == run ]]; then
+    echo 'rlock -'
+  else
+    echo "rlock $1 -"
+  fi
+}
+
+# only_options: the lines of stdin that are options, sorted.
+only_options() {
+  grep -- '^-' | sed 's/=$//' | sort -u
+}
+
+# ---------------------------------------------------------------------------
+# Completing a command line in each shell. Each prints the candidates for
+# LINE, with the cursor at its end, one per line.
+
+# bash_complete [--bash-completion] LINE: runs _rlock as bash does on TAB:
+# COMP_WORDS split as readline splits it (blanks, and =/: words of their own).
+# --bash-completion loads the bash-completion package first, as a login shell
+# with it installed does.
+bash_complete() {
+  local init=
+  if [[ $1 == --bash-completion ]]; then
+    init=/usr/share/bash-completion/bash_completion
+    shift
+  fi
+  # shellcheck disable=SC2016 # for the inner bash to expand
+  timeout 20 bash --norc --noprofile -c '
+    init=$1 file=$2
+    COMP_LINE=$3
+    COMP_POINT=${#COMP_LINE}
+    [[ -n $init ]] && source "$init"
+    source "$file"
+    COMP_WORDS=()
+    word=
+    for ((i = 0; i < ${#COMP_LINE}; i++)); do
+      c=${COMP_LINE:i:1}
+      if [[ $c == "\\" ]]; then
+        word+=${COMP_LINE:i:2}
+        ((i++))
+      elif [[ $c == [[:blank:]] ]]; then
+        [[ -n $word ]] && COMP_WORDS+=("$word")
+        word=
+      elif [[ $c == [=:] ]]; then
+        [[ -n $word && $word != *[=:] ]] && COMP_WORDS+=("$word") && word=
+        word+=$c
+      else
+        [[ $word == *[=:] ]] && COMP_WORDS+=("$word") && word=
+        word+=$c
+      fi
+    done
+    COMP_WORDS+=("$word")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMP_TYPE=9
+    _rlock rlock "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    printf "%s\n" "${COMPREPLY[@]}"
+  ' bash "$init" "$ROOT/completions/rlock.bash" "$1" 2>/dev/null
+}
+
+# zsh_complete LINE: types LINE and TAB at an interactive zsh with compinit
+# and the completion under test first in $fpath; prints what it offers.
+zsh_complete() {
+  local work
+  work=$(mktemp -d "$BATS_TEST_TMPDIR/zsh.XXXXXX")
+  timeout 30 zsh -f "$BATS_FILE_TMPDIR/capture.zsh" "$BATS_FILE_TMPDIR/zsh-functions" \
+    "$BATS_FILE_TMPDIR/zcompdump" "$work" "$1"
+}
+
+# fish_complete LINE: `complete -C LINE` with the completion under test
+# found the way fish finds an installed one.
+fish_complete() {
+  # shellcheck disable=SC2016 # for fish to expand
+  timeout 20 fish -N -c '
+    set fish_complete_path $argv[1] $__fish_data_dir/completions
+    complete -C $argv[2]' "$BATS_FILE_TMPDIR/fish-completions" "$1" | cut -f1
+}
+
+# write_zsh_capture FILE: the zsh side of zsh_complete. Usage:
+#   zsh -f FILE FPATH_DIR DUMP WORKDIR LINE
+# A zsh in a pseudo-terminal runs compinit; compadd is wrapped to write the
+# matches it is given to a file, and completion ends by exiting the shell.
+write_zsh_capture() {
+  cat >"$1" <<'EOF'
+zmodload zsh/zpty || { print -u2 'zsh/zpty is not available'; exit 3 }
+local dir=$1 dump=$2 work=$3 line=$4
+local init=$work/init.zsh out=$work/out done=$work/done ready=$work/ready
+integer n
+: >$out
+cat >$init <<INIT
+PROMPT=
+fpath=(${(q)dir} \$fpath)
+autoload -Uz compinit && compinit -u -d ${(q)dump}
+bindkey '^I' complete-word
+bindkey '^M' undefined
+bindkey '^J' undefined
+zstyle ':completion:*' insert-tab false
+compadd() {
+  # zsh's own helpers collect matches with -O/-A/-D: leave those alone.
+  if [[ \${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then
+    builtin compadd "\$@"
+    return
+  fi
+  local -a __hits
+  builtin compadd -O __hits "\$@"
+  (( \$#__hits )) && print -rl -- \$__hits >>${(q)out}
+  builtin compadd "\$@"
+}
+_capture_done() { : >${(q)done}; exit }
+comppostfuncs=(_capture_done)
+: >${(q)ready}
+INIT
+zpty capture zsh -f -i
+zpty -w capture "source ${(q)init}"
+for (( n = 0; n < 400; n++ )); do [[ -e $ready ]] && break; sleep 0.05; done
+if [[ ! -e $ready ]]; then
+  print -u2 "zsh did not start"; zpty -d capture; exit 2
+fi
+zpty -w -n capture "$line"$'\t'
+for (( n = 0; n < 400; n++ )); do [[ -e $done ]] && break; sleep 0.05; done
+zpty -d capture
+if [[ ! -e $done ]]; then
+  print -u2 "zsh did not finish completing '$line'"; exit 2
+fi
+sort -u $out
+EOF
+}
+
+# ---------------------------------------------------------------------------
+# The options, everywhere.
+
+@test "--help lists the options of run mode and of every subcommand" {
+  local mode
+  for mode in "${MODES[@]}"; do
+    echo "$mode: $(tr '\n' ' ' <"$BATS_FILE_TMPDIR/help/$mode")"
+    # An empty list would make every comparison below pass.
+    [ "$(wc -l <"$BATS_FILE_TMPDIR/help/$mode")" -ge 8 ]
+    [ "$(wc -l <"$BATS_FILE_TMPDIR/help/$mode.values")" -ge 4 ]
+  done
+  [ "$(wc -l <"$BATS_FILE_TMPDIR/help/run")" -ge 25 ]
+  grep -qx -- --kill-signal "$BATS_FILE_TMPDIR/help/run"
+  grep -qx -- --interval "$BATS_FILE_TMPDIR/help/status"
+}
+
+@test "the man page documents exactly the options --help lists" {
+  # Every *-x* or *--long* that starts a bold span: "*-w* _duration_",
+  # "*-w 0*", "*--json*|*--env*"; never a bare "*--*".
+  grep -oE '(^|[^[:alnum:]_*])\*--?[[:alpha:]][[:alnum:]-]*' "$ROOT/man/rlock.1.scd" |
+    sed 's/.*\*//' | sort -u >man-options
+  same_options "man/rlock.1.scd" "$BATS_FILE_TMPDIR/help/all" man-options
+}
+
+# completes_options SHELL-FUNCTION [ARG...]: for run mode and each subcommand,
+# the options the completion offers are those --help lists.
+completes_options() {
+  local mode status=0
+  for mode in "${MODES[@]}"; do
+    "$@" "$(options_line "$mode")" | only_options >"options.$mode"
+    same_options "$* '$(options_line "$mode")'" "$BATS_FILE_TMPDIR/help/$mode" \
+      "options.$mode" || status=1
+  done
+  return "$status"
+}
+
+# skips_values SHELL-FUNCTION [ARG...]: the completion knows which options
+# of run mode take a value: after "OPTION VALUE NAME" (or "FLAG NAME") comes
+# COMMAND. (-c is another case: nothing may follow its NAME; see below.)
+skips_values() {
+  local option line status=0 values=$BATS_FILE_TMPDIR/help/run.values
+  while read -r option; do
+    case $option in -h | --help | -V | --version | -c | --command) continue ;; esac
+    if grep -qx -- "$option" "$values"; then
+      line="rlock $option x nightly mkd"
+    else
+      line="rlock $option nightly mkd"
+    fi
+    "$@" "$line" | grep -qx mkdir || {
+      echo "$* '$line' does not offer mkdir: does it know whether $option takes a value?"
+      status=1
+    }
+  done <"$BATS_FILE_TMPDIR/help/run"
+  return "$status"
+}
+
+@test "bash completion: exactly the options --help lists, per subcommand" {
+  completes_options bash_complete
+  skips_values bash_complete
+}
+
+@test "bash completion with bash-completion loaded: the same options" {
+  [[ -r /usr/share/bash-completion/bash_completion ]] ||
+    skip "bash-completion not installed (packaging/install-deps bash-completion)"
+  completes_options bash_complete --bash-completion
+  skips_values bash_complete --bash-completion
+}
+
+@test "zsh completion: exactly the options --help lists, per subcommand" {
+  need_shell zsh
+  completes_options zsh_complete
+  skips_values zsh_complete
+}
+
+@test "fish completion: exactly the options --help lists, per subcommand" {
+  need_shell fish
+  completes_options fish_complete
+  skips_values fish_complete
+}
+
+# ---------------------------------------------------------------------------
+# Syntax.
+
+@test "bash completion: bash -n, and it registers _rlock for rlock" {
+  bash -n "$ROOT/completions/rlock.bash"
+  run bash --norc --noprofile -c 'source "$1"; complete -p rlock' bash "$ROOT/completions/rlock.bash"
+  [ "$status" -eq 0 ]
+  [[ $output == *"-F _rlock rlock" ]]
+}
+
+@test "zsh completion: zsh -n, and a #compdef rlock header" {
+  need_shell zsh
+  zsh -n "$ROOT/completions/rlock.zsh"
+  [ "$(head -1 "$ROOT/completions/rlock.zsh")" = "#compdef rlock" ]
+}
+
+@test "fish completion: fish -n" {
+  need_shell fish
+  fish -n "$ROOT/completions/rlock.fish"
+}
+
+# ---------------------------------------------------------------------------
+# A few command lines in each shell.
+
+# offers SHELL-FUNCTION [ARG...] LINE -- WORD...: the candidates for LINE are
+# exactly WORD... (in any order).
+offers() {
+  local -a cmd=() want=()
+  while [[ $1 != -- ]]; do
+    cmd+=("$1")
+    shift
+  done
+  shift
+  want=("$@")
+  run "${cmd[@]}"
+  echo "offered: $(sort <<<"$output" | tr '\n' ' ')"
+  echo "wanted:  $(printf '%s\n' "${want[@]}" | sort | tr '\n' ' ')"
+  [ "$status" -eq 0 ]
+  [ "$(sort <<<"$output" | grep -v '^$')" = "$(printf '%s\n' "${want[@]}" | sort)" ]
+}
+
+# offers_some SHELL-FUNCTION [ARG...] LINE -- WORD...: WORD... are among the
+# candidates for LINE.
+offers_some() {
+  local -a cmd=()
+  local word
+  while [[ $1 != -- ]]; do
+    cmd+=("$1")
+    shift
+  done
+  shift
+  run "${cmd[@]}"
+  [ "$status" -eq 0 ]
+  for word; do
+    grep -qxF -- "$word" <<<"$output" || {
+      echo "'$word' not offered; offered: $(tr '\n' ' ' <<<"$output")"
+      return 1
+    }
+  done
+}
+
+# offers_none SHELL-FUNCTION [ARG...] LINE -- WORD...: none of WORD... is
+# among the candidates for LINE.
+offers_none() {
+  local -a cmd=()
+  local word
+  while [[ $1 != -- ]]; do
+    cmd+=("$1")
+    shift
+  done
+  shift
+  run "${cmd[@]}"
+  [ "$status" -eq 0 ]
+  for word; do
+    if grep -qxF -- "$word" <<<"$output"; then
+      echo "'$word' offered; offered: $(tr '\n' ' ' <<<"$output")"
+      return 1
+    fi
+  done
+}
+
+# common_cases SHELL-FUNCTION [ARG...]: what every shell must complete alike.
+common_cases() {
+  local subcommands=(status acquire extend release check wait)
+  offers "$@" 'rlock ' -- "${subcommands[@]}"
+  offers "$@" 'rlock -v st' -- status
+  offers "$@" 'rlock --kill-signal ' -- TERM INT HUP QUIT KILL USR1 USR2
+  offers "$@" 'rlock --kill-signal SIGU' -- SIGUSR1 SIGUSR2
+  offers "$@" 'rlock -w ' -- 500ms 5s 30s 5m 1h
+  offers "$@" 'rlock --ttl ' -- 500ms 5s 30s 5m 1h
+  offers "$@" 'rlock --url ' -- redis:// unix://
+  offers "$@" 'rlock check --min-validity ' -- 500ms 5s 30s 5m 1h
+  offers "$@" 'rlock status -i ' -- 500ms 5s 30s 5m 1h
+  offers "$@" 'rlock release --f' -- --force
+  offers "$@" 'rlock acquire --e' -- --env
+  offers "$@" 'rlock -n nightly -' -- -c --command
+  offers_some "$@" 'rlock -n nightly mkd' -- mkdir
+  offers_some "$@" 'rlock nightly -c mkd' -- mkdir
+  touch events.jsonl
+  offers "$@" 'rlock -c true nightly ' --
+  offers "$@" 'rlock --command true nightly ' --
+  offers "$@" 'rlock -- stat' --
+  # After NAME, everything is COMMAND's: rlock's options are not offered.
+  run "$@" 'rlock nightly ls --w'
+  if grep -qx -- --wait <<<"$output"; then
+    echo "'rlock nightly ls --w' offers rlock's --wait"
+    return 1
+  fi
+  # --events takes a file.
+  touch events.jsonl
+  offers_some "$@" 'rlock --events ev' -- events.jsonl
+}
+
+@test "bash completion: subcommands, option values, COMMAND" {
+  common_cases bash_complete
+  # --opt=value, as readline splits it.
+  offers bash_complete 'rlock --kill-signal=SIGT' -- SIGTERM
+}
+
+@test "bash completion with bash-completion loaded: the same" {
+  [[ -r /usr/share/bash-completion/bash_completion ]] ||
+    skip "bash-completion not installed (packaging/install-deps bash-completion)"
+  common_cases bash_complete --bash-completion
+  offers bash_complete --bash-completion 'rlock --kill-signal=SIGT' -- SIGTERM
+  offers bash_complete --bash-completion 'rlock --url=re' -- redis://
+}
+
+@test "zsh completion: subcommands, option values, COMMAND" {
+  need_shell zsh
+  common_cases zsh_complete
+  offers zsh_complete 'rlock --kill-signal=SIGT' -- SIGTERM
+  # Signal names in any case.
+  offers zsh_complete 'rlock --kill-signal sigk' -- SIGKILL
+  # Options that exclude each other.
+  run zsh_complete 'rlock release --force --'
+  if grep -qx -- --token <<<"$output"; then
+    echo "'rlock release --force --' offers --token"
+    return 1
+  fi
+}
+
+@test "fish completion: subcommands, option values, COMMAND" {
+  need_shell fish
+  common_cases fish_complete
+  offers fish_complete 'rlock --kill-signal sigk' -- SIGKILL
+  # COMMAND's own completion takes over after NAME.
+  offers_some fish_complete 'rlock nightly timeout --pre' -- --preserve-status
+}
+
+# ---------------------------------------------------------------------------
+# Lock NAMEs, from the server.
+
+# hold NAME [ARG...]: take NAME for five minutes.
+hold() {
+  "$RLOCK" acquire -t 5m "$@" >/dev/null
+}
+
+# names_cases SHELL-FUNCTION [ARG...]: NAMEs where each shell offers them.
+# $SPACED is how the shell offers the NAME 'deploy staging'.
+names_cases() {
+  local port=$REDIS_PORT all=(backup deploy-prod "$SPACED")
+  offers "$@" 'rlock dep' -- deploy-prod "$SPACED"
+  offers "$@" 'rlock ' -- status acquire extend release check wait "${all[@]}"
+  offers "$@" 'rlock --fair -w 5s b' -- backup
+  offers "$@" 'rlock -- ' -- "${all[@]}"
+  offers "$@" 'rlock -- stat' --
+  offers "$@" 'rlock status ' -- "${all[@]}"
+  offers "$@" 'rlock status backup ' -- "${all[@]}"
+  offers "$@" 'rlock release b' -- backup
+  offers "$@" 'rlock --verbose release --force b' -- backup
+  offers "$@" 'rlock check --min-validity 5s b' -- backup
+  offers "$@" 'rlock extend --token abc b' -- backup
+  offers "$@" 'rlock status --match x -i 5s b' -- backup
+  # A step takes one NAME; after it, at most options.
+  offers_none "$@" 'rlock release backup ' -- "${all[@]}"
+  offers "$@" 'rlock backup ls nope' --
+  # --prefix and --url as typed.
+  offers "$@" 'rlock --prefix other: status ' -- elsewhere
+  offers "$@" 'rlock status --prefix=other: ' -- elsewhere
+  offers "$@" 'rlock --prefix other: e' -- elsewhere extend
+  RLOCK_URL=redis://127.0.0.1:$(closed_port)/0
+  offers "$@" 'rlock wait b' --
+  offers "$@" "rlock --url redis://127.0.0.1:$port/0 wait b" -- backup
+  offers "$@" "rlock wait --url=redis://127.0.0.1:$port/0 b" -- backup
+  offers "$@" "rlock --url=redis://127.0.0.1:$port/0 b" -- backup
+}
+
+# names_setup: the locks names_cases expects.
+names_setup() {
+  need_redis
+  hold backup
+  hold deploy-prod
+  hold 'deploy staging'
+  hold --prefix other: elsewhere
+}
+
+@test "bash completion: lock NAMEs from the server" {
+  grep -q '^_rlock_names()' "$ROOT/completions/rlock.bash" ||
+    skip "completions/rlock.bash does not complete NAMEs from the server (no _rlock_names)"
+  names_setup
+  SPACED='deploy\ staging' names_cases bash_complete --bash-completion
+}
+
+@test "zsh completion: lock NAMEs from the server" {
+  need_shell zsh
+  names_setup
+  SPACED='deploy staging' names_cases zsh_complete
+}
+
+@test "fish completion: lock NAMEs from the server" {
+  need_shell fish
+  names_setup
+  SPACED='deploy staging' names_cases fish_complete
+}
+
+# quiet_when_stuck SHELL-FUNCTION [ARG...]: with a server that accepts
+# connections but does not answer (stopped with SIGSTOP), NAMEs complete to
+# nothing, within a second or two.
+quiet_when_stuck() {
+  local start
+  STOPPED_PID=$(<"$REDIS_PIDFILE")
+  kill -STOP "$STOPPED_PID"
+  start=$(now_ms)
+  run "$@" 'rlock status b'
+  kill -CONT "$STOPPED_PID"
+  STOPPED_PID=
+  echo "$* took $(($(now_ms) - start)) ms: '$output'"
+  [ -z "$output" ]
+  (($(now_ms) - start < 3000))
+}
+
+teardown() {
+  if [[ -n ${STOPPED_PID:-} ]]; then
+    kill -CONT "$STOPPED_PID"
+  fi
+}
+
+@test "NAMEs: nothing, and quickly, when the server does not answer" {
+  names_setup
+  local shells=(bash_complete)
+  command -v zsh >/dev/null && shells+=(zsh_complete)
+  command -v fish >/dev/null && shells+=(fish_complete)
+  local shell
+  for shell in "${shells[@]}"; do
+    if [[ $shell == bash_complete ]] && ! grep -q '^_rlock_names()' "$ROOT/completions/rlock.bash"; then
+      continue
+    fi
+    quiet_when_stuck "$shell"
+  done
+}
