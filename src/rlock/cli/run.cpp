@@ -329,23 +329,27 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
                         options.timing,
                         held.acquired.sent);
   const auto result = supervise(*child, watchdog, renewer, signals, held);
-  renewer.stop();
   if (result.loss) {
     signal_tree(*child, watchdog.pid(), SIGKILL);
   }
   // Whatever the command left running in its group dies before the release.
   const int exit_code = child->finish();
-  watchdog.disarm();
   if (result.loss) {
+    renewer.stop();
+    watchdog.disarm();
     // Gone already, or expiring unrenewed: either way let the next holder in.
     lock::release_quietly(
         options.server.endpoint, options.server.connect, held.keys, held.token);
     return exit_code::k_lock_lost;
   }
+  // The next holder waits on the release, not on our teardown: release
+  // first. A renewal racing it finds the token gone and changes nothing.
   if (held.slot && exit_code == exit_code::k_success) {
     mark_slot(held);
   }
   end_hold(held);
+  renewer.stop();
+  watchdog.disarm();
   if (const int signal = child->termination_signal()) {
     proc::end_by_signal(signal);
   }
@@ -438,7 +442,14 @@ run_lock(const RunOptions& options) {
       return options.conflict_exit_code;
     }
   }
-  return run_held(held, signals);
+  try {
+    return run_held(held, signals);
+  } catch (...) {
+    // Whatever went wrong, the lock must not wait out its lease.
+    lock::release_quietly(
+        options.server.endpoint, options.server.connect, keys, token);
+    throw;
+  }
 }
 
 } // namespace rlock::cli

@@ -132,6 +132,14 @@ release_quietly(const redis::Endpoint& endpoint,
   }
 }
 
+std::int64_t
+lease_remaining_ms(redis::Connection& connection, const LockKeys& keys) {
+  const auto reply = connection.command({"PTTL", keys.lock});
+  const std::string what = "cannot read lock " + quote(keys.name);
+  redis::throw_if_error(reply, what);
+  return redis::integer_of(reply.get(), what);
+}
+
 std::optional<Duration>
 check(redis::Connection& connection,
       const LockKeys& keys,

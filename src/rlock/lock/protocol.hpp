@@ -93,6 +93,12 @@ void release_quietly(const redis::Endpoint& endpoint,
                      const LockKeys& keys,
                      const std::string& token);
 
+// Returns the lock's PTTL in ms: -2 when it is free, -1 for a lease without
+// expiry. One plain command, for a waiter that only needs to know whether to
+// sleep on. Throws Error (unavailable).
+std::int64_t lease_remaining_ms(redis::Connection& connection,
+                                const LockKeys& keys);
+
 // Returns the lease's time left when `token` holds the lock (Duration::max()
 // for a lease without expiry), nothing when it does not. Throws Error
 // (unavailable).

@@ -3,6 +3,7 @@
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
 #include <rlock/util/log.hpp>
+#include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
@@ -34,14 +35,16 @@ ordinal(std::int64_t n) {
 class Waiter {
 public:
   Waiter(std::function<AcquireAttempt()> attempt,
+         std::function<std::int64_t()> remaining,
          const LockKeys& keys,
          const std::string& token,
          Duration ttl,
          const WaitOptions& options,
          const WaitHooks& hooks,
          std::function<void()> leave)
-      : m_attempt(std::move(attempt)), m_keys(keys), m_token(token), m_ttl(ttl),
-        m_options(options), m_hooks(hooks), m_leave(std::move(leave)) {
+      : m_attempt(std::move(attempt)), m_remaining(std::move(remaining)),
+        m_keys(keys), m_token(token), m_ttl(ttl), m_options(options),
+        m_hooks(hooks), m_leave(std::move(leave)) {
     if (options.timeout) {
       m_deadline = boot_now() + *options.timeout;
     }
@@ -50,13 +53,19 @@ public:
   WaitOutcome run();
 
 private:
-  std::optional<Duration> next_delay(const AcquireAttempt& attempt);
+  struct Delay {
+    Duration delay;
+    bool safety_net_only; // no other reason to look again then
+  };
+
+  std::optional<Delay> next_delay(const AcquireAttempt& attempt);
   void report(const AcquireAttempt& attempt);
   void subscribe();
-  void take_wakeups();
+  int take_wakeups();
   void give_up();
 
   std::function<AcquireAttempt()> m_attempt;
+  std::function<std::int64_t()> m_remaining; // the lock's PTTL
   const LockKeys& m_keys;
   const std::string& m_token;
   Duration m_ttl;
@@ -84,39 +93,51 @@ Waiter::run() {
   // and the subscription is seen by the second attempt, any later one by a
   // message. Uncontended runs never pay for the subscription.
   subscribe();
+  bool ask = true;
   while (true) {
-    outcome.attempt = m_attempt();
-    if (outcome.attempt.acquired) {
-      outcome.kind = WaitOutcome::Kind::acquired;
-      return outcome;
+    if (ask) {
+      outcome.attempt = m_attempt();
+      if (outcome.attempt.acquired) {
+        outcome.kind = WaitOutcome::Kind::acquired;
+        return outcome;
+      }
+      report(outcome.attempt);
     }
-    report(outcome.attempt);
-    const auto delay = next_delay(outcome.attempt);
-    if (!delay) {
+    const auto next = next_delay(outcome.attempt);
+    if (!next) {
       give_up();
       return outcome;
     }
-    if (const int signal = m_hooks.sleep(m_subscription->fd(), *delay)) {
+    if (const int signal = m_hooks.sleep(m_subscription->fd(), next->delay)) {
       give_up();
       outcome.kind = WaitOutcome::Kind::interrupted;
       outcome.signal = signal;
       return outcome;
     }
-    // Woken by a message, or the delay has passed: look again either way.
-    take_wakeups();
+    // A message, or a reason of our own to look again: the full attempt.
+    // Only the safety net's timer: one PTTL says whether it is still held,
+    // which is all a waiter needs to know to sleep on.
+    ask = take_wakeups() > 0 || !next->safety_net_only || !m_remaining;
+    if (!ask) {
+      const auto pttl = m_remaining();
+      ask = pttl <= 0;
+      outcome.attempt.retry_ms = pttl;
+    }
   }
 }
 
-// Empties the subscription. A broken one is opened again; the attempt that
-// follows covers a message lost meanwhile.
-void
+// Empties the subscription and returns how many wake-ups it held. A broken
+// one is opened again and counts as a wake-up, since a message may have been
+// lost meanwhile.
+int
 Waiter::take_wakeups() {
   try {
-    m_subscription->take_messages();
+    return m_subscription->take_messages();
   } catch (const Error& e) {
     log::info(std::string(e.what()) + "; subscribing again");
     m_subscription.reset();
     subscribe();
+    return 1; // a message may have been lost: look
   }
 }
 
@@ -126,9 +147,9 @@ Waiter::subscribe() {
       {m_keys.released_channel(), m_keys.wake_channel(m_token)}));
 }
 
-// How long to sleep before the next attempt, unless a message comes first;
-// nothing when the deadline has passed.
-std::optional<Duration>
+// How long to sleep before looking again, unless a message comes first, and
+// whether only the safety net chose it; nothing when the deadline has passed.
+std::optional<Waiter::Delay>
 Waiter::next_delay(const AcquireAttempt& attempt) {
   if (!m_safety_net) {
     const Duration holder_ttl =
@@ -136,24 +157,32 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
             ? Duration(std::chrono::milliseconds(attempt.holder_ttl_ms))
             : m_ttl;
     const Duration span = std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
-    m_safety_net.emplace(span / 2, span, span / 2);
+    // Jittered from the first delay on, so waiters that came together do
+    // not look again together.
+    m_safety_net.emplace(span, span, span / 2);
   }
-  Duration delay = m_safety_net->next();
+  Delay next{m_safety_net->next(), true};
+  auto bound = [&next](Duration other) {
+    if (other < next.delay) {
+      next = Delay{other, false};
+    }
+  };
   if (attempt.retry_ms >= 0) {
-    delay = std::min<Duration>(
-        delay, std::chrono::milliseconds(attempt.retry_ms) + k_expiry_slack);
+    bound(std::chrono::milliseconds(attempt.retry_ms) + k_expiry_slack);
   }
   if (m_options.fair) {
-    delay = std::min(delay, k_queue_refresh);
+    const auto jitter = Duration(random_below_or_equal(
+        static_cast<std::uint64_t>(k_queue_refresh.count() / 5)));
+    bound(k_queue_refresh - jitter);
   }
   if (m_deadline) {
     const auto left = *m_deadline - boot_now();
     if (left <= Duration::zero()) {
       return std::nullopt;
     }
-    delay = std::min(delay, left);
+    bound(left);
   }
-  return delay;
+  return next;
 }
 
 // Says whom we wait for, since when, and our place in line: once, and again
@@ -218,7 +247,9 @@ wait_for_lock(redis::Connection& connection,
   if (options.fair) {
     leave = [&] { leave_queue(connection, keys, token); };
   }
-  return Waiter(attempt, keys, token, ttl, options, hooks, leave).run();
+  auto remaining = [&] { return lease_remaining_ms(connection, keys); };
+  return Waiter(attempt, remaining, keys, token, ttl, options, hooks, leave)
+      .run();
 }
 
 WaitOutcome
@@ -229,6 +260,7 @@ wait_until_free(redis::Connection& connection,
   // Only the released channel matters; the token names no wake channel.
   static const std::string k_no_token = "-";
   return Waiter([&] { return peek(connection, keys); },
+                [&] { return lease_remaining_ms(connection, keys); },
                 keys,
                 k_no_token,
                 std::chrono::seconds(30),

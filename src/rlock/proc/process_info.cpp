@@ -1,23 +1,71 @@
 #include <rlock/proc/process_info.hpp>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 
 namespace rlock::proc {
 
+namespace {
+
+// Returns the whole content of a /proc file, "" when it cannot be read: a
+// process may exit between open and read, and that is no error here (no
+// streams, which would throw).
+std::string
+read_proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return {};
+  }
+  std::string text;
+  char buffer[4096];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+// Returns the numeric entries of a /proc directory.
+std::vector<pid_t>
+numeric_entries(const char* path) {
+  std::vector<pid_t> pids;
+  DIR* dir = opendir(path);
+  if (dir == nullptr) {
+    return pids;
+  }
+  while (const dirent* entry = readdir(dir)) {
+    const std::string_view name(entry->d_name);
+    pid_t pid = 0;
+    const auto [ptr, ec] =
+        std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec == std::errc() && ptr == name.data() + name.size()) {
+      pids.push_back(pid);
+    }
+  }
+  closedir(dir);
+  return pids;
+}
+
+} // namespace
+
 std::vector<std::string>
 command_line_of(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline",
-                     std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(file)),
-                         std::istreambuf_iterator<char>());
+  const std::string text =
+      read_proc_file("/proc/" + std::to_string(pid) + "/cmdline");
   std::vector<std::string> argv;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -44,23 +92,14 @@ struct ProcessEntry {
 std::vector<ProcessEntry>
 all_processes() {
   std::vector<ProcessEntry> entries;
-  std::error_code error;
-  for (const auto& dir : std::filesystem::directory_iterator("/proc", error)) {
-    const auto name = dir.path().filename().string();
-    pid_t pid = 0;
-    const auto [ptr, ec] =
-        std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || ptr != name.data() + name.size()) {
-      continue;
-    }
-    std::ifstream file(dir.path() / "stat");
-    const std::string stat((std::istreambuf_iterator<char>(file)),
-                           std::istreambuf_iterator<char>());
+  for (const pid_t pid : numeric_entries("/proc")) {
+    const std::string stat =
+        read_proc_file("/proc/" + std::to_string(pid) + "/stat");
     const auto close = stat.rfind(')');
     if (close == std::string::npos || close + 4 >= stat.size()) {
-      continue;
+      continue; // gone meanwhile
     }
-    char state = stat[close + 2];
+    const char state = stat[close + 2];
     pid_t parent = 0;
     const auto* begin = stat.data() + close + 4;
     std::from_chars(begin, stat.data() + stat.size(), parent);
@@ -98,12 +137,19 @@ descendants_of(pid_t root, pid_t excluded) {
 void
 reap_children_except(const std::vector<pid_t>& kept) {
   // Our own children only, from each thread's list: no walk over /proc.
-  std::error_code error;
-  for (const auto& task :
-       std::filesystem::directory_iterator("/proc/self/task", error)) {
-    std::ifstream file(task.path() / "children");
-    pid_t pid = 0;
-    while (file >> pid) {
+  for (const pid_t task : numeric_entries("/proc/self/task")) {
+    const std::string children =
+        read_proc_file("/proc/self/task/" + std::to_string(task) + "/children");
+    const char* cursor = children.data();
+    const char* end = children.data() + children.size();
+    while (cursor < end) {
+      pid_t pid = 0;
+      const auto [ptr, ec] = std::from_chars(cursor, end, pid);
+      if (ec != std::errc()) {
+        ++cursor;
+        continue;
+      }
+      cursor = ptr;
       if (std::find(kept.begin(), kept.end(), pid) == kept.end()) {
         waitpid(pid, nullptr, WNOHANG);
       }
