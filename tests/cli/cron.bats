@@ -25,18 +25,6 @@ teardown() { common_teardown; }
 
 HOUR_MS=3600000
 
-# reaped N PID [SECONDS]: reap PID (bounded, see `reap`) and check that it
-# exited N. (Not under `run`: a subshell cannot wait for our children.)
-reaped() {
-  local want=$1 rc=0
-  shift
-  reap "$@" || rc=$?
-  if ((rc != want)); then
-    echo "pid $1 exited $rc, expected $want" >&2
-    return 1
-  fi
-}
-
 # pttl KEY: PTTL of KEY.
 pttl() {
   redis_cli pttl "$1"

@@ -257,3 +257,15 @@ print("true" if sys.argv[3] in doc[int(sys.argv[2])] else "false")
 ' "$file" "$index" "$field"
   fi
 }
+
+# reaped N PID [SECONDS]: reap PID (bounded, see `reap`) and check that it
+# exited N. (Not under `run`: a subshell cannot wait for our children.)
+reaped() {
+  local want=$1 rc=0
+  shift
+  reap "$@" || rc=$?
+  if ((rc != want)); then
+    echo "pid $1 exited $rc, expected $want" >&2
+    return 1
+  fi
+}

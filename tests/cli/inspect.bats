@@ -26,18 +26,6 @@ teardown() {
   common_teardown
 }
 
-# reaped N PID [SECONDS]: reap PID (bounded, see `reap`) and check that it
-# exited N. (Not under `run`: a subshell cannot wait for our children.)
-reaped() {
-  local want=$1 rc=0
-  shift
-  reap "$@" || rc=$?
-  if ((rc != want)); then
-    echo "pid $1 exited $rc, expected $want" >&2
-    return 1
-  fi
-}
-
 # The command of `hold`'s child, as rlock records it.
 HOLD_COMMAND="sh -c 'until [ -e go ]; do sleep 0.02; done'"
 

@@ -58,18 +58,6 @@ pttl() {
   redis_cli pttl "rlock:{$1}"
 }
 
-# reaped N PID [SECONDS]: reap PID (bounded, see `reap`) and check that it
-# exited N. (Not under `run`: a subshell cannot wait for our children.)
-reaped() {
-  local want=$1 rc=0
-  shift
-  reap "$@" || rc=$?
-  if ((rc != want)); then
-    echo "pid $1 exited $rc, expected $want" >&2
-    return 1
-  fi
-}
-
 # one_warning_about NAME: $stderr is one "rlock: ..." line that names NAME.
 one_warning_about() {
   [ "${#stderr_lines[@]}" -eq 1 ] || {

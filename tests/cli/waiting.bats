@@ -73,18 +73,6 @@ kill9_tree() {
   done
 }
 
-# reaped N PID [SECONDS]: reap PID (bounded, see `reap`) and check that it
-# exited N. (Not under `run`: a subshell cannot wait for our children.)
-reaped() {
-  local want=$1 rc=0
-  shift
-  reap "$@" || rc=$?
-  if ((rc != want)); then
-    echo "pid $1 exited $rc, expected $want" >&2
-    return 1
-  fi
-}
-
 # is_rlock PID: true when PID runs the rlock binary.
 is_rlock() {
   [[ $(readlink "/proc/$1/exe") == "$(readlink -f "$RLOCK")" ]]

@@ -45,27 +45,6 @@ struct Supervision {
   std::optional<std::string> loss;
 };
 
-std::string
-host_name() {
-  std::array<char, HOST_NAME_MAX + 1> name{};
-  if (gethostname(name.data(), name.size() - 1) != 0) {
-    return "?";
-  }
-  return name.data();
-}
-
-std::string
-user_name() {
-  std::array<char, 4096> buffer{};
-  passwd entry{};
-  passwd* found = nullptr;
-  if (getpwuid_r(geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0
-      && found != nullptr) {
-    return found->pw_name;
-  }
-  return std::to_string(geteuid());
-}
-
 // Runs `step` on the main connection, reconnecting once when it has gone
 // stale while the command ran.
 template <typename Step>
@@ -373,8 +352,10 @@ report_not_acquired(const std::string& name,
 
 lock::Holder
 holder_of(const RunOptions& options) {
-  return lock::Holder{
-      host_name(), getpid(), user_name(), shell_join(options.command)};
+  return lock::Holder{proc::host_name(),
+                      getpid(),
+                      proc::user_name(),
+                      shell_join(options.command)};
 }
 
 } // namespace
@@ -391,23 +372,15 @@ run_lock(const RunOptions& options) {
       redis::Connection::open(options.server.endpoint, options.server.connect));
   const auto keys = lock::keys_for(options.server.prefix, options.name);
   const auto token = random_token();
-  const auto hooks = make_wait_hooks(options.server, signals);
-  lock::WaitOutcome outcome;
-  try {
-    outcome = lock::wait_for_lock(
-        *connection,
-        keys,
-        token,
-        options.timing.ttl,
-        holder_of(options),
-        lock::WaitOptions{options.nonblock, options.wait, options.fair},
-        hooks);
-  } catch (const Error&) {
-    // An acquire whose reply never came may have taken the lock.
-    lock::release_quietly(
-        options.server.endpoint, options.server.connect, keys, token);
-    throw;
-  }
+  const auto outcome = acquire_or_undo(
+      *connection,
+      LockWait{options.server,
+               keys,
+               token,
+               options.timing.ttl,
+               holder_of(options),
+               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
+      signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

@@ -24,31 +24,13 @@ namespace {
 using Action = StepOptions::Action;
 using lock::LockKeys;
 
-std::string
-host_name() {
-  std::array<char, HOST_NAME_MAX + 1> name{};
-  return gethostname(name.data(), name.size() - 1) == 0 ? name.data() : "?";
-}
-
-std::string
-user_name() {
-  std::array<char, 4096> buffer{};
-  passwd entry{};
-  passwd* found = nullptr;
-  if (getpwuid_r(geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0
-      && found != nullptr) {
-    return found->pw_name;
-  }
-  return std::to_string(geteuid());
-}
-
 // A lock taken by `rlock acquire` belongs to the script that ran it.
 lock::Holder
 calling_script() {
   const pid_t parent = getppid();
-  return lock::Holder{host_name(),
+  return lock::Holder{proc::host_name(),
                       parent,
-                      user_name(),
+                      proc::user_name(),
                       shell_join(proc::command_line_of(parent))};
 }
 
@@ -88,22 +70,15 @@ acquire(const StepOptions& options,
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
   const auto token = random_token();
-  lock::WaitOutcome outcome;
-  try {
-    outcome = lock::wait_for_lock(
-        connection,
-        keys,
-        token,
-        options.ttl,
-        calling_script(),
-        lock::WaitOptions{options.nonblock, options.wait, options.fair},
-        make_wait_hooks(options.server, signals));
-  } catch (const Error&) {
-    // An acquire whose reply never came may have taken the lock.
-    lock::release_quietly(
-        options.server.endpoint, options.server.connect, keys, token);
-    throw;
-  }
+  const auto outcome = acquire_or_undo(
+      connection,
+      LockWait{options.server,
+               keys,
+               token,
+               options.ttl,
+               calling_script(),
+               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
+      signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

@@ -1,5 +1,6 @@
 #include <rlock/cli/wait_hooks.hpp>
 #include <rlock/util/clock.hpp>
+#include <rlock/util/error.hpp>
 
 #include <poll.h>
 
@@ -55,6 +56,25 @@ make_wait_hooks(const ServerOptions& server, const proc::SignalBlock& signals) {
                          [&signals](int fd, Duration duration) {
                            return sleep_or_signal(signals, fd, duration);
                          }};
+}
+
+lock::WaitOutcome
+acquire_or_undo(redis::Connection& connection,
+                const LockWait& wait,
+                const proc::SignalBlock& signals) {
+  try {
+    return lock::wait_for_lock(connection,
+                               wait.keys,
+                               wait.token,
+                               wait.ttl,
+                               wait.holder,
+                               wait.options,
+                               make_wait_hooks(wait.server, signals));
+  } catch (const Error&) {
+    lock::release_quietly(
+        wait.server.endpoint, wait.server.connect, wait.keys, wait.token);
+    throw;
+  }
 }
 
 } // namespace rlock::cli

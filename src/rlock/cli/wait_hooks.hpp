@@ -18,4 +18,21 @@ int take_terminating(const proc::SignalBlock& signals);
 lock::WaitHooks make_wait_hooks(const ServerOptions& server,
                                 const proc::SignalBlock& signals);
 
+// A lock to wait for, and how.
+struct LockWait {
+  const ServerOptions& server;
+  const lock::LockKeys& keys;
+  const std::string& token;
+  Duration ttl;
+  lock::Holder holder;
+  lock::WaitOptions options;
+};
+
+// Waits for the lock, cut short by signals in `signals`. An acquire whose
+// reply never came may have taken the lock: on an error it is released
+// again (bounded, best effort) before the error goes on.
+lock::WaitOutcome acquire_or_undo(redis::Connection& connection,
+                                  const LockWait& wait,
+                                  const proc::SignalBlock& signals);
+
 } // namespace rlock::cli

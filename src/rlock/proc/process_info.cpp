@@ -2,12 +2,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <map>
 
 namespace rlock::proc {
@@ -61,6 +63,24 @@ numeric_entries(const char* path) {
 }
 
 } // namespace
+
+std::string
+host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  return gethostname(name, sizeof(name) - 1) == 0 ? name : "?";
+}
+
+std::string
+user_name() {
+  char buffer[4096];
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(geteuid(), &entry, buffer, sizeof(buffer), &found) == 0
+      && found != nullptr) {
+    return found->pw_name;
+  }
+  return std::to_string(geteuid());
+}
 
 std::vector<std::string>
 command_line_of(pid_t pid) {

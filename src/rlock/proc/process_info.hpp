@@ -7,6 +7,12 @@
 
 namespace rlock::proc {
 
+// Returns this machine's host name, "?" when it has none.
+std::string host_name();
+
+// Returns the name of the effective user, or its uid as a number.
+std::string user_name();
+
 // Returns the argv of process `pid` from /proc, empty when it cannot be read.
 std::vector<std::string> command_line_of(pid_t pid);
 
