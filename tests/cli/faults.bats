@@ -32,6 +32,8 @@ setup() {
 }
 teardown() {
   local target
+  # A test may have taken rights away from the default user.
+  redis_cli acl setuser default on nopass '~*' '&*' +@all >/dev/null 2>&1 || true
   # Continue whatever this test stopped (processes and process groups)...
   while read -r target; do
     [[ -n $target ]] && kill -CONT -- "$target" 2>/dev/null
@@ -429,4 +431,19 @@ fake_server() {
   [ ! -e ran ]
   # Bounded, not timed.
   ((elapsed < 10000))
+}
+
+@test "renewals that Redis refuses: each renew-failed event names the error; then 70" {
+  local ev=$BATS_TEST_TMPDIR/ev failed=$BATS_TEST_TMPDIR/failed r1
+  bg "$RLOCK" -t 1s --events "$ev" refused sleep 30
+  r1=$BG_PID
+  wait_until 10 has_event "$ev" renewed
+  # Existing connections lose the right to run scripts at once.
+  redis_cli acl setuser default -evalsha -eval >/dev/null
+  exits_with 70 "$r1"
+  redis_cli acl setuser default +@all >/dev/null
+  grep '"event":"renew-failed"' "$ev" >"$failed"
+  [ -s "$failed" ]
+  # Every one of them carries Redis's answer, the first one included.
+  run -1 grep -v NOPERM "$failed"
 }

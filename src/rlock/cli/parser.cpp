@@ -42,30 +42,13 @@ const std::map<Action, std::string> k_step_footers{
     {Action::wait, "Exit: 0 the lock is free, 75 -w ran out (-E)."},
 };
 
-// The options that take a value, so that the split before NAME can skip it.
-const std::vector<std::string_view> k_valued_options{"--url",
-                                                     "--prefix",
-                                                     "-w",
-                                                     "--wait",
-                                                     "--timeout",
-                                                     "-t",
-                                                     "--ttl",
-                                                     "-E",
-                                                     "--conflict-exit-code",
-                                                     "-c",
-                                                     "--command",
-                                                     "--kill-signal",
-                                                     "--kill-after",
-                                                     "--connect-timeout",
-                                                     "--io-timeout",
-                                                     "--hold",
-                                                     "--once-per",
-                                                     "--events"};
-
+// True when `option` ("-t", "--ttl") takes a value in `app`, so that the
+// split before NAME can skip it. CLI11's own table decides: flags have no
+// value.
 bool
-takes_value(std::string_view option) {
-  return std::find(k_valued_options.begin(), k_valued_options.end(), option)
-         != k_valued_options.end();
+takes_value(const CLI::App& app, const std::string& option) {
+  const auto* found = app.get_option_no_throw(option);
+  return found != nullptr && found->get_expected_min() > 0;
 }
 
 // Adds an option whose absence differs from an empty value.
@@ -327,7 +310,7 @@ struct Split {
 };
 
 Split
-split_at_name(const std::vector<std::string>& args) {
+split_at_name(const CLI::App& app, const std::vector<std::string>& args) {
   Split split;
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -343,11 +326,12 @@ split_at_name(const std::vector<std::string>& args) {
     split.options.push_back(arg);
     bool value_follows = false;
     if (arg.starts_with("--")) {
-      value_follows = arg.find('=') == std::string::npos && takes_value(arg);
+      value_follows =
+          arg.find('=') == std::string::npos && takes_value(app, arg);
     } else {
       // A cluster like -nv or -nt5: a valued short option takes the rest.
       for (std::size_t j = 1; j < arg.size(); ++j) {
-        if (takes_value(std::string("-") + arg[j])) {
+        if (takes_value(app, std::string("-") + arg[j])) {
           value_follows = j + 1 == arg.size();
           break;
         }
@@ -548,7 +532,7 @@ version_text() {
 // Before a subcommand only the options every command shares may stand; a
 // run option there is a mistake, or a NAME meant to equal the subcommand.
 void
-check_options_before(const Split& split) {
+check_options_before(const CLI::App& app, const Split& split) {
   static const std::vector<std::string_view> k_shared{"--url",
                                                       "--prefix",
                                                       "--connect-timeout",
@@ -569,7 +553,7 @@ check_options_before(const Split& split) {
                   + "'; to lock a NAME '" + *split.name + "', write rlock "
                   + "[OPTIONS] -- " + *split.name + " COMMAND");
     }
-    if (takes_value(option)) {
+    if (takes_value(app, option)) {
       ++i; // its value
     }
   }
@@ -580,11 +564,11 @@ parse_command_line(const std::vector<std::string>& args,
                    const Environment& environment) {
   RawOptions raw;
   auto app = build_app(raw);
-  const Split split = split_at_name(args);
+  const Split split = split_at_name(*app, args);
   const bool subcommand =
       !split.explicit_name && split.name && is_subcommand(*split.name);
   if (subcommand) {
-    check_options_before(split);
+    check_options_before(*app, split);
   }
   if (auto help = run_cli11(*app, subcommand ? args : split.options)) {
     return InfoRequest{*help};

@@ -16,13 +16,11 @@
 #include <rlock/util/text.hpp>
 
 #include <poll.h>
-#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <array>
-#include <climits>
 
 namespace rlock::cli {
 
@@ -365,9 +363,10 @@ run_lock(const RunOptions& options) {
   log::set_level(options.log_level);
   events::open(options.events_path);
   const BootTime started = boot_now();
-  const proc::SignalBlock signals(
-      {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD},
-      {SIGPIPE, SIGTTOU, SIGTTIN});
+  std::vector<int> delivered(k_forwarded_signals.begin(),
+                             k_forwarded_signals.end());
+  delivered.push_back(SIGCHLD);
+  const proc::SignalBlock signals(delivered, {SIGPIPE, SIGTTOU, SIGTTIN});
   std::optional<redis::Connection> connection(
       redis::Connection::open(options.server.endpoint, options.server.connect));
   const auto keys = lock::keys_for(options.server.prefix, options.name);

@@ -10,11 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <pwd.h>
 #include <unistd.h>
 
-#include <array>
-#include <climits>
 #include <cstdio>
 
 namespace rlock::cli {

@@ -99,9 +99,9 @@ Renewer::renew_until_lost() {
   while (sleep_until(next)) {
     const BootTime deadline = kill_deadline();
     if (boot_now() >= deadline) {
-      mark_lost(
-          "could not renew it in time"
-          + (m_last_error.empty() ? std::string() : " (" + m_last_error + ")"));
+      const auto failure = last_failure();
+      mark_lost("could not renew it in time"
+                + (failure.empty() ? std::string() : " (" + failure + ")"));
       return;
     }
     if (renew_once(deadline)) {
@@ -134,18 +134,17 @@ Renewer::renew_once(BootTime deadline) {
     }
   } catch (const Error& e) {
     m_connection.reset();
+    const bool first_failure = last_failure().empty();
     record_failure(e.what());
     // Past the deadline the lease is given up: no "retrying" after that.
     if (boot_now() < deadline) {
-      if (m_last_error.empty()) {
+      if (first_failure) {
         log::warning(std::string(e.what()) + "; retrying");
       }
-      report_failure(deadline);
+      report_failure(deadline, e.what());
     }
-    m_last_error = e.what();
     return false;
   }
-  m_last_error.clear();
   record_failure("");
   m_at_risk = false;
   m_last_sent_ns = sent.count();
@@ -164,8 +163,8 @@ Renewer::renew_once(BootTime deadline) {
 // Emits renew-failed, and at-risk once when less than a third of the TTL is
 // left before the child must be stopped.
 void
-Renewer::report_failure(BootTime deadline) {
-  events::emit("renew-failed", m_keys.name, {{"error", m_last_error}});
+Renewer::report_failure(BootTime deadline, const std::string& error) {
+  events::emit("renew-failed", m_keys.name, {{"error", error}});
   const auto left = deadline - boot_now();
   if (!m_at_risk && left < m_timing.ttl / 3) {
     m_at_risk = true;
@@ -174,7 +173,7 @@ Renewer::report_failure(BootTime deadline) {
         m_keys.name,
         {{"left_ms",
           std::chrono::duration_cast<std::chrono::milliseconds>(left).count()},
-         {"error", m_last_error}});
+         {"error", error}});
   }
 }
 

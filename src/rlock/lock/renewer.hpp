@@ -58,7 +58,7 @@ private:
   bool sleep_until(BootTime when) const;
   bool renew_once(BootTime deadline);
   void mark_lost(const std::string& reason);
-  void report_failure(BootTime deadline);
+  void report_failure(BootTime deadline, const std::string& error);
   void record_failure(const std::string& error);
   void notify() const;
 
@@ -72,7 +72,6 @@ private:
   mutable std::mutex m_loss_mutex;
   std::string m_loss_reason;
   std::string m_failure; // guarded by m_loss_mutex
-  std::string m_last_error;
   bool m_at_risk = false;
   std::optional<redis::Connection> m_connection;
   UniqueFd m_wakeup;

@@ -1,4 +1,3 @@
-#include <rlock/lock/backoff.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
@@ -20,6 +19,16 @@ constexpr Duration k_queue_refresh = k_queue_entry_ttl / 2;
 // Slack after the holder's lease should have run out, so that the server has
 // expired it when we look.
 constexpr Duration k_expiry_slack = 5ms;
+
+// Returns a random delay in [span/2, span], so that waiters that came
+// together do not look again together.
+Duration
+jittered(Duration span) {
+  const auto half = span / 2;
+  return half
+         + Duration(
+             random_below_or_equal(static_cast<std::uint64_t>(half.count())));
+}
 
 std::string
 ordinal(std::int64_t n) {
@@ -74,7 +83,8 @@ private:
   std::function<void()> m_leave;
   std::optional<BootTime> m_deadline;
   std::optional<redis::Subscription> m_subscription;
-  std::optional<Backoff> m_safety_net;
+  // The safety net's delay: at most a third of the holder's TTL.
+  std::optional<Duration> m_safety_span;
   std::string m_last_report;
 };
 
@@ -151,17 +161,14 @@ Waiter::subscribe() {
 // whether only the safety net chose it; nothing when the deadline has passed.
 std::optional<Waiter::Delay>
 Waiter::next_delay(const AcquireAttempt& attempt) {
-  if (!m_safety_net) {
+  if (!m_safety_span) {
     const Duration holder_ttl =
         attempt.holder_ttl_ms > 0
             ? Duration(std::chrono::milliseconds(attempt.holder_ttl_ms))
             : m_ttl;
-    const Duration span = std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
-    // Jittered from the first delay on, so waiters that came together do
-    // not look again together.
-    m_safety_net.emplace(span, span, span / 2);
+    m_safety_span = std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
   }
-  Delay next{m_safety_net->next(), true};
+  Delay next{jittered(*m_safety_span), true};
   auto bound = [&next](Duration other) {
     if (other < next.delay) {
       next = Delay{other, false};
@@ -171,9 +178,10 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
     bound(std::chrono::milliseconds(attempt.retry_ms) + k_expiry_slack);
   }
   if (m_options.fair) {
-    const auto jitter = Duration(random_below_or_equal(
-        static_cast<std::uint64_t>(k_queue_refresh.count() / 5)));
-    bound(k_queue_refresh - jitter);
+    // Refreshed in [4/5, 1] of the interval: jittered, like the safety net.
+    bound(k_queue_refresh
+          - Duration(random_below_or_equal(
+              static_cast<std::uint64_t>(k_queue_refresh.count() / 5))));
   }
   if (m_deadline) {
     const auto left = *m_deadline - boot_now();

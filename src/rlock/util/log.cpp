@@ -32,11 +32,6 @@ set_level(Level level) {
   g_level = level;
 }
 
-bool
-verbose() {
-  return g_level == Level::verbose;
-}
-
 void
 error(const std::string& message) {
   write_line(message);

@@ -10,9 +10,6 @@ enum class Level { quiet, normal, verbose };
 // lifecycle lines only when verbose.
 void set_level(Level level);
 
-// Returns true when lifecycle lines are printed.
-bool verbose();
-
 // Writes "rlock: <message>" to stderr, whatever the level.
 void error(const std::string& message);
 
