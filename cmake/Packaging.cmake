@@ -8,7 +8,8 @@
 # the bash, zsh and fish completions. Its Depends line comes from
 # dpkg-shlibdeps (Debian's dpkg-dev), from the libraries the binary was
 # linked against: libc6 and libhiredis0.14 on Debian 12 (libstdc++ is linked
-# statically, see RLOCK_STATIC_LIBSTDCXX).
+# statically, see RLOCK_STATIC_LIBSTDCXX). libssl, for rediss://, is a
+# Recommends: rlock loads it only when a URL needs TLS.
 
 # zsh has no directory that every installation searches: Debian and Ubuntu
 # read share/zsh/vendor-completions (where their packages put completions);
@@ -51,6 +52,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "redis-server")
+# libssl is loaded with dlopen for rediss:// URLs only, so dpkg-shlibdeps
+# does not see it; Debian 12 calls it libssl3, later releases libssl3t64.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libssl3 | libssl3t64")
 # rlock_<version>_<arch>.deb, as Debian names packages.
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)

@@ -21,7 +21,7 @@ _rlock_value()
       mapfile -t COMPREPLY < <(compgen -W "$signals" -- "$cur")
       ;;
     --url)
-      mapfile -t COMPREPLY < <(compgen -W 'redis:// unix://' -- "$cur")
+      mapfile -t COMPREPLY < <(compgen -W 'redis:// rediss:// unix://' -- "$cur")
       compopt -o nospace 2>/dev/null
       declare -F __ltrim_colon_completions >/dev/null &&
         __ltrim_colon_completions "$cur"
@@ -29,7 +29,7 @@ _rlock_value()
     -c | --command)
       mapfile -t COMPREPLY < <(compgen -c -- "$cur")
       ;;
-    --events)
+    --events | --password-file | --tls-ca | --tls-cert | --tls-key)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       ;;
@@ -45,7 +45,8 @@ _rlock_takes_value()
     --url | --prefix | --wait | --timeout | --ttl | --conflict-exit-code | \
       --command | --kill-signal | --kill-after | --connect-timeout | \
       --io-timeout | --hold | --once-per | --events | --token | \
-      --min-validity | --match | --interval | -[wtEci])
+      --min-validity | --match | --interval | --password-file | --tls-ca | \
+      --tls-cert | --tls-key | --tls-server-name | -[wtEci])
       return 0
       ;;
   esac
@@ -54,7 +55,8 @@ _rlock_takes_value()
 
 # Adds to COMPREPLY the held lock NAMEs that start with $cur, listed by
 # `rlock status --json` from the server the command line names (--url and
-# --prefix as typed, else the environment). Nothing when no server answers
+# --prefix and the login and TLS options as typed, else the environment).
+# Nothing when no server answers
 # within 0.3s.
 _rlock_names()
 {
@@ -66,8 +68,11 @@ _rlock_names()
   local i v
   for ((i = 1; i < ${#typed[@]}; i++)); do
     case ${typed[i]} in
-      --url=* | --prefix=*) v=${typed[i]} ;;
-      --url | --prefix) v=${typed[i]}=${typed[i + 1]} ;;
+      --url=* | --prefix=* | --password-file=* | --tls-*=*) v=${typed[i]} ;;
+      --tls-insecure) v=${typed[i]} ;;
+      --url | --prefix | --password-file | --tls-*)
+        v=${typed[i]}=${typed[i + 1]}
+        ;;
       *) continue ;;
     esac
     v=${v/=[\'\"]/=}
@@ -119,9 +124,12 @@ _rlock_command()
 # Prints the options of subcommand $1.
 _rlock_subcommand_options()
 {
-  local connection='--url --prefix --connect-timeout --io-timeout -h --help'
+  local connection='--url --prefix --connect-timeout --io-timeout
+    --password-file --tls-ca --tls-cert --tls-key --tls-server-name
+    --tls-insecure -h --help'
   case $1 in
     status) echo "--json --wide --match --watch -i --interval $connection" ;;
+    doctor) echo "-t --ttl --json $connection" ;;
     acquire)
       echo "-n --nonblock -w --wait --timeout --fair -t --ttl -E" \
         "--conflict-exit-code --json --env -v --verbose -q --quiet $connection"
@@ -162,8 +170,8 @@ _rlock_subcommand()
     _rlock_value "$prev"
   elif [[ $cur == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$(_rlock_subcommand_options "$1")" -- "$cur")
-  elif [[ $1 == status ]] || ((names == 0)); then
-    # status takes several NAMEs, the others one.
+  elif [[ $1 == status ]] || { [[ $1 != doctor ]] && ((names == 0)); }; then
+    # status takes several NAMEs, doctor none, the others one.
     _rlock_names
   fi
   return 0
@@ -232,7 +240,7 @@ _rlock()
           esac
         done
         ;;
-      status | acquire | extend | release | check | wait)
+      status | acquire | extend | release | check | wait | doctor)
         # The subcommand, unless -- came first.
         _rlock_subcommand "$w" "$i"
         return
@@ -265,12 +273,13 @@ _rlock()
       -n --nonblock -w --wait --timeout --fair -t --ttl
       -E --conflict-exit-code -c --command --url --prefix
       --kill-signal --kill-after --connect-timeout --io-timeout
-      --hold --once-per --events
+      --password-file --tls-ca --tls-cert --tls-key --tls-server-name
+      --tls-insecure --hold --once-per --events
       -v --verbose -q --quiet -h --help -V --version
     )
     # Not an option: the subcommand or NAME.
     if [[ $cur != -* ]]; then
-      mapfile -t COMPREPLY < <(compgen -W 'status acquire extend release check wait' -- "$cur")
+      mapfile -t COMPREPLY < <(compgen -W 'status acquire extend release check wait doctor' -- "$cur")
       _rlock_names
       return 0
     fi

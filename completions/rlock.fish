@@ -13,7 +13,8 @@ function __rlock_takes_value
         case --url --prefix --wait --timeout --ttl --conflict-exit-code \
             --command --kill-signal --kill-after --connect-timeout \
             --io-timeout --hold --once-per --events --token --min-validity \
-            --match --interval -w -t -E -c -i
+            --match --interval --password-file --tls-ca --tls-cert \
+            --tls-key --tls-server-name -w -t -E -c -i
             return 0
     end
     return 1
@@ -58,7 +59,7 @@ function __rlock_state
                         break
                     end
                 end
-            case status acquire extend release check wait
+            case status acquire extend release check wait doctor
                 # Count the NAMEs given after it so far.
                 set -l k (math $i + 1)
                 set -l names 0
@@ -106,8 +107,10 @@ end
 function __rlock_at
     set -l state (string split ' ' -- (__rlock_state))
     test "$state[1]" = "$argv[1]"; or return 1
-    # "SUBCOMMAND need-name": a step takes one NAME, status several.
+    # "SUBCOMMAND need-name": a step takes one NAME, status several, doctor
+    # none.
     if test "$argv[2]" = need-name
+        test "$state[1]" = doctor; and return 1
         test "$state[1]" = status; or test "$state[2]" -eq 0
     end
 end
@@ -119,13 +122,16 @@ function __rlock_names
     command -q -- $cmd; or set cmd rlock
     command -q -- $cmd; or return
     set -l args status --json --connect-timeout 0.3s --io-timeout 0.3s
-    # --url and --prefix as typed, before NAME or anywhere in a subcommand.
+    # --url, --prefix and the login and TLS options as typed, before NAME or
+    # anywhere in a subcommand.
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
-            case '--url=*' '--prefix=*'
+            case '--url=*' '--prefix=*' '--password-file=*' '--tls-*=*' \
+                --tls-insecure
                 set -a args $words[$i]
-            case --url --prefix
+            case --url --prefix --password-file --tls-ca --tls-cert --tls-key \
+                --tls-server-name
                 set -a args $words[$i]=$words[(math $i + 1)]
         end
         set i (math $i + 1)
@@ -152,7 +158,7 @@ end
 
 function __rlock_urls
     printf '%s\t%s\n' redis:// 'redis://[user[:pass]@]host[:port][/db]' \
-        unix:// 'unix:///path.sock[?db=N]'
+        rediss:// 'rediss://...: TLS' unix:// 'unix:///path.sock[?db=N]'
 end
 
 # -c and --command, the options that may follow NAME, once - is typed.
@@ -181,6 +187,7 @@ complete -c rlock -n $opts -a extend -d 'extend a lock taken with acquire'
 complete -c rlock -n $opts -a release -d 'release a lock taken with acquire'
 complete -c rlock -n $opts -a check -d 'tell whether the token still holds the lock'
 complete -c rlock -n $opts -a wait -d 'wait until the lock is free, without taking it'
+complete -c rlock -n $opts -a doctor -d 'check that Redis keeps locks safe'
 complete -c rlock -n $opts -a '(__rlock_names)' -d 'lock'
 complete -c rlock -n '__rlock_at name' -a '(__rlock_names)' -d 'lock'
 
@@ -199,6 +206,12 @@ complete -c rlock -n $opts -l url -x -a $urls -d 'redis://[user[:pass]@]host[:po
 complete -c rlock -n $opts -l prefix -x -d 'key prefix ($RLOCK_PREFIX, rlock:)'
 complete -c rlock -n $opts -l connect-timeout -x -a $durations -d 'per connection attempt (2s)'
 complete -c rlock -n $opts -l io-timeout -x -a $durations -d 'per reply (5s)'
+complete -c rlock -n $opts -l password-file -r -F -d 'password: the first line of FILE'
+complete -c rlock -n $opts -l tls-ca -r -F -d 'rediss://: CA certificates (PEM) to verify the server with'
+complete -c rlock -n $opts -l tls-cert -r -F -d 'rediss://: client certificate (PEM)'
+complete -c rlock -n $opts -l tls-key -r -F -d 'rediss://: its private key'
+complete -c rlock -n $opts -l tls-server-name -x -d 'rediss://: name to verify (the URL\'s host)'
+complete -c rlock -n $opts -l tls-insecure -d 'rediss://: do not verify the server (unsafe)'
 complete -c rlock -n $opts -s v -l verbose -d 'lifecycle lines on stderr'
 complete -c rlock -n $opts -s q -l quiet -d 'nothing but errors on stderr'
 complete -c rlock -n $opts -s h -l help -d 'print the help and exit'
@@ -212,12 +225,18 @@ complete -c rlock -n '__rlock_at shell-command' -a '(__fish_complete_command)'
 complete -c rlock -n '__rlock_at command' -a '(__rlock_complete_command (__rlock_state | string split " ")[2])'
 
 # The subcommands: NAMEs and their options.
-for sub in status acquire extend release check wait
+for sub in status acquire extend release check wait doctor
     complete -c rlock -n "__rlock_at $sub need-name" -a '(__rlock_names)' -d 'lock'
     complete -c rlock -n "__rlock_at $sub" -l url -x -a $urls -d 'redis://[user[:pass]@]host[:port][/db] or unix:///path.sock[?db=N]'
     complete -c rlock -n "__rlock_at $sub" -l prefix -x -d 'key prefix ($RLOCK_PREFIX, rlock:)'
     complete -c rlock -n "__rlock_at $sub" -l connect-timeout -x -a $durations -d 'per connection attempt (2s)'
     complete -c rlock -n "__rlock_at $sub" -l io-timeout -x -a $durations -d 'per reply (5s)'
+    complete -c rlock -n "__rlock_at $sub" -l password-file -r -F -d 'password: the first line of FILE'
+    complete -c rlock -n "__rlock_at $sub" -l tls-ca -r -F -d 'rediss://: CA certificates (PEM) to verify the server with'
+    complete -c rlock -n "__rlock_at $sub" -l tls-cert -r -F -d 'rediss://: client certificate (PEM)'
+    complete -c rlock -n "__rlock_at $sub" -l tls-key -r -F -d 'rediss://: its private key'
+    complete -c rlock -n "__rlock_at $sub" -l tls-server-name -x -d 'rediss://: name to verify (the URL\'s host)'
+    complete -c rlock -n "__rlock_at $sub" -l tls-insecure -d 'rediss://: do not verify the server (unsafe)'
     complete -c rlock -n "__rlock_at $sub" -s h -l help -d 'print the help and exit'
 end
 for sub in acquire extend release check wait
@@ -258,3 +277,7 @@ set cond '__rlock_at wait'
 complete -c rlock -n $cond -s w -l wait -x -a $durations -d 'give up after D; -w 0 is -n (forever)'
 complete -c rlock -n $cond -l timeout -x -a $durations -d 'alias of --wait'
 complete -c rlock -n $cond -s E -l conflict-exit-code -x -d 'exit code when -w runs out, 0..255 (75)'
+
+set cond '__rlock_at doctor'
+complete -c rlock -n $cond -s t -l ttl -x -a $durations -d 'judge the round trip against a D lease (30s)'
+complete -c rlock -n $cond -l json -d 'print a JSON object'

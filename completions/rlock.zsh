@@ -15,6 +15,12 @@ _rlock_connection_options=(
   '--prefix=[key prefix ($RLOCK_PREFIX, rlock:)]:prefix: '
   '--connect-timeout=[limit per connection attempt (2s)]:duration:_rlock_durations'
   '--io-timeout=[limit per reply (5s)]:duration:_rlock_durations'
+  '--password-file=[password: the first line of FILE]:file:_files'
+  '--tls-ca=[rediss\://: CA certificates (PEM) to verify the server with]:file:_files'
+  '--tls-cert=[rediss\://: client certificate (PEM)]:file:_files'
+  '--tls-key=[rediss\://: the client certificate'\''s private key]:file:_files'
+  '--tls-server-name=[rediss\://: name to verify (the URL'\''s host)]:name:_hosts'
+  '--tls-insecure[rediss\://: do not verify the server (unsafe)]'
 )
 _rlock_output_options=(
   '(-v --verbose -q --quiet)'{-v,--verbose}'[lifecycle lines on stderr]'
@@ -37,6 +43,7 @@ _rlock_subcommands=(
   'release:release a lock taken with acquire'
   'check:tell whether the token still holds the lock'
   'wait:wait until the lock is free, without taking it'
+  'doctor:check that Redis keeps locks safe'
 )
 
 _rlock_durations() {
@@ -56,7 +63,7 @@ _rlock_signals() {
 
 _rlock_urls() {
   local expl
-  _wanted urls expl 'Redis URL' compadd -S '' -- redis:// unix://
+  _wanted urls expl 'Redis URL' compadd -S '' -- redis:// rediss:// unix://
 }
 
 _rlock_subcommand_names() {
@@ -64,7 +71,8 @@ _rlock_subcommand_names() {
 }
 
 # The held locks, from the server the command line points at. Uses
-# $_rlock_cmd, $_rlock_url and $_rlock_prefix, set by _rlock.
+# $_rlock_cmd, $_rlock_url, $_rlock_prefix and $_rlock_login (the password
+# and TLS options), set by _rlock.
 _rlock_names() {
   local expl out line
   local -a names args
@@ -72,6 +80,7 @@ _rlock_names() {
   args=(status --json --connect-timeout 0.3s --io-timeout 0.3s)
   [[ -n $_rlock_url ]] && args+=(--url=$_rlock_url)
   [[ -n $_rlock_prefix ]] && args+=(--prefix=$_rlock_prefix)
+  args+=($_rlock_login)
   out=$(command $_rlock_cmd $args 2>/dev/null </dev/null) || return 1
   # One "name" per lock object, on a line of its own; the value is a JSON
   # string, which (Q) unquotes (names hold only printable characters).
@@ -99,7 +108,8 @@ _rlock_takes_value() {
   case $1 in
     (--url|--prefix|--wait|--timeout|--ttl|--conflict-exit-code|--command|\
 --kill-signal|--kill-after|--connect-timeout|--io-timeout|--hold|--once-per|\
---events|--token|--min-validity|--match|--interval|-[wtEci])
+--events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
+--tls-cert|--tls-key|--tls-server-name|-[wtEci])
       return 0 ;;
   esac
   return 1
@@ -110,6 +120,11 @@ _rlock_subcommand() {
   local -a opts
   curcontext=${curcontext%:*:*}:rlock-$sub:
   case $sub in
+    (doctor)
+      opts=(
+        '(-t --ttl)'{-t+,--ttl=}'[judge the round trip against a D lease (30s)]:duration:_rlock_durations'
+        '--json[print a JSON object]'
+      ) ;;
     (status)
       opts=(
         '(--wide)--json[print a JSON array]'
@@ -163,6 +178,7 @@ _rlock_subcommand() {
 _rlock() {
   local curcontext=$curcontext ret=1
   local _rlock_cmd=${(Q)words[1]} _rlock_url= _rlock_prefix=
+  local -a _rlock_login
   local -i _rlock_dashdash=0 name=0 has_c=0 i j
   local w
   [[ $_rlock_cmd == '~/'* ]] && _rlock_cmd=$HOME/${_rlock_cmd#'~/'}
@@ -179,6 +195,7 @@ _rlock() {
         break ;;
       (--url=*) _rlock_url=${w#--url=} ;;
       (--prefix=*) _rlock_prefix=${w#--prefix=} ;;
+      (--password-file=*|--tls-*=*|--tls-insecure) _rlock_login+=($w) ;;
       (--command=*) has_c=1 ;;
       (--*=*) ;;
       (--*)
@@ -186,6 +203,8 @@ _rlock() {
           [[ $w == --command ]] && has_c=1
           [[ $w == --url ]] && _rlock_url=${(Q)words[i+1]}
           [[ $w == --prefix ]] && _rlock_prefix=${(Q)words[i+1]}
+          [[ $w == (--password-file|--tls-*) ]] &&
+            _rlock_login+=($w=${(Q)words[i+1]})
           (( i++ ))
         fi ;;
       (-?*)
@@ -226,7 +245,7 @@ _rlock() {
 
   # A subcommand, unless -- came before it.
   if (( ! _rlock_dashdash )) &&
-    [[ ${(Q)words[name]} == (status|acquire|extend|release|check|wait) ]]; then
+    [[ ${(Q)words[name]} == (status|acquire|extend|release|check|wait|doctor) ]]; then
     # Its options may come before it: the connection options from there on.
     for (( i = name + 1; i < CURRENT; i++ )); do
       w=${(Q)words[i]}
@@ -235,6 +254,8 @@ _rlock() {
         (--prefix=*) _rlock_prefix=${w#--prefix=} ;;
         (--url) _rlock_url=${(Q)words[i+1]} ;;
         (--prefix) _rlock_prefix=${(Q)words[i+1]} ;;
+        (--password-file=*|--tls-*=*|--tls-insecure) _rlock_login+=($w) ;;
+        (--password-file|--tls-*) _rlock_login+=($w=${(Q)words[i+1]}) ;;
       esac
     done
     shift $(( name - 1 )) words

@@ -1,5 +1,6 @@
 // main() only parses the command line, dispatches and turns the one error
 // type into its message and exit code.
+#include <rlock/cli/doctor.hpp>
 #include <rlock/cli/parser.hpp>
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/status.hpp>
@@ -50,6 +51,9 @@ dispatch(const rlock::cli::ParsedCommand& command) {
   if (const auto* step = std::get_if<StepOptions>(&command)) {
     return run_step(*step);
   }
+  if (const auto* doctor = std::get_if<DoctorOptions>(&command)) {
+    return run_doctor(*doctor);
+  }
   return run_lock(std::get<RunOptions>(command));
 }
 
@@ -63,7 +67,9 @@ main(int argc, char** argv) {
     const rlock::cli::Environment environment{env("RLOCK_URL"),
                                               env("REDIS_URL"),
                                               env("RLOCK_PREFIX"),
-                                              env("RLOCK_TOKEN")};
+                                              env("RLOCK_TOKEN"),
+                                              env("RLOCK_PASSWORD"),
+                                              env("REDISCLI_AUTH")};
     const int code = close_stdout(
         dispatch(rlock::cli::parse_command_line(args, environment)));
     if (const int signal = rlock::proc::pending_end_signal()) {

@@ -20,6 +20,7 @@ class Rlock < Formula
   depends_on "pkgconf" => :build
   depends_on "scdoc" => :build
   depends_on "hiredis"
+  depends_on "openssl@3" # loaded with dlopen for rediss:// URLs
   depends_on :linux
 
   def install

@@ -19,7 +19,7 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-MODES=(run status acquire extend release check wait)
+MODES=(run status acquire extend release check wait doctor)
 # The option names in a line of --help: "  -w,--wait,--timeout D   text".
 HELP_OPTION='s/^  \(-[^ ]*\).*/\1/p'
 # The same, for options that take a value (a placeholder such as D follows).
@@ -42,7 +42,7 @@ setup_file() {
     help_of "$mode" | sed -n "$HELP_VALUE_OPTION" | tr ',' '\n' | sort -u \
       >"$dir/help/$mode.values"
   done
-  sort -u "$dir"/help/{run,status,acquire,extend,release,check,wait} >"$dir/help/all"
+  sort -u "$dir"/help/{run,status,acquire,extend,release,check,wait,doctor} >"$dir/help/all"
   write_zsh_capture "$dir/capture.zsh"
   # A server for the NAMEs; the tests that need it skip without one.
   common_setup_file
@@ -393,14 +393,16 @@ offers_none() {
 
 # common_cases SHELL-FUNCTION [ARG...]: what every shell must complete alike.
 common_cases() {
-  local subcommands=(status acquire extend release check wait)
+  local subcommands=(status acquire extend release check wait doctor)
   offers "$@" 'rlock ' -- "${subcommands[@]}"
+  offers "$@" 'rlock doctor --j' -- --json
+  offers "$@" 'rlock doctor -t ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock -v st' -- status
   offers "$@" 'rlock --kill-signal ' -- TERM INT HUP QUIT KILL USR1 USR2
   offers "$@" 'rlock --kill-signal SIGU' -- SIGUSR1 SIGUSR2
   offers "$@" 'rlock -w ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock --ttl ' -- 500ms 5s 30s 5m 1h
-  offers "$@" 'rlock --url ' -- redis:// unix://
+  offers "$@" 'rlock --url ' -- redis:// rediss:// unix://
   offers "$@" 'rlock check --min-validity ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock status -i ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock release --f' -- --force
@@ -434,7 +436,7 @@ common_cases() {
     skip "bash-completion not installed (packaging/install-deps bash-completion)"
   common_cases bash_complete --bash-completion
   offers bash_complete --bash-completion 'rlock --kill-signal=SIGT' -- SIGTERM
-  offers bash_complete --bash-completion 'rlock --url=re' -- redis://
+  offers bash_complete --bash-completion 'rlock --url=re' -- redis:// rediss://
 }
 
 @test "zsh completion: subcommands, option values, COMMAND" {
@@ -472,7 +474,7 @@ hold() {
 names_cases() {
   local port=$REDIS_PORT all=(backup deploy-prod "$SPACED")
   offers "$@" 'rlock dep' -- deploy-prod "$SPACED"
-  offers "$@" 'rlock ' -- status acquire extend release check wait "${all[@]}"
+  offers "$@" 'rlock ' -- status acquire extend release check wait doctor "${all[@]}"
   offers "$@" 'rlock --fair -w 5s b' -- backup
   offers "$@" 'rlock -- ' -- "${all[@]}"
   offers "$@" 'rlock -- stat' --
@@ -485,6 +487,9 @@ names_cases() {
   offers "$@" 'rlock status --match x -i 5s b' -- backup
   # A step takes one NAME; after it, at most options.
   offers_none "$@" 'rlock release backup ' -- "${all[@]}"
+  # doctor takes no NAME.
+  offers_none "$@" 'rlock doctor ' -- "${all[@]}"
+  offers_none "$@" 'rlock doctor --json ' -- "${all[@]}"
   offers "$@" 'rlock backup ls nope' --
   # --prefix and --url as typed.
   offers "$@" 'rlock --prefix other: status ' -- elsewhere

@@ -298,6 +298,71 @@ fake_server() {
   key_absent 'rlock:{saved}'
 }
 
+# --- Redis failing while a waiter waits -------------------------------------
+
+# stop_redis: SIGKILL this test's redis-server; the port stays closed.
+stop_redis() {
+  local pid
+  pid=$(<"$REDIS_PIDFILE")
+  kill -KILL "$pid"
+  wait_until 5 not redis_pid_alive "$pid" || return 1
+  rm -f "$REDIS_PIDFILE" "$REDIS_SOCKET"
+}
+
+# start_redis_again: a new redis-server on the same port and configuration.
+start_redis_again() {
+  redis-server "$REDIS_DIR/redis.conf" >/dev/null 2>&1 || return 1
+  redis_await "$REDIS_DIR" "$REDIS_PORT"
+}
+
+@test "redis-server down and back while a waiter waits (-w 20s): it reconnects and takes the lock" {
+  local holder waiter
+  own_redis
+  bg "$RLOCK" -t 3s held sleep 60
+  holder=$BG_PID
+  wait_until 10 key_exists 'rlock:{held}'
+  bg "$RLOCK" -v -w 20s held sh -c 'echo ran'
+  waiter=$BG_PID
+  wait_until 10 file_has "$BG_ERR" # "waiting for 'held' held by ..."
+  stop_redis
+  # The holder's renewals fail; it must stop its child and exit 70 within
+  # the lease, whatever the waiter does.
+  sleep 1
+  running "$waiter"
+  start_redis_again
+  # The restarted server is empty: the waiter reconnects and acquires.
+  exits_with 0 "$waiter"
+  [ "$(<"$BG_OUT")" = ran ]
+  grep -q "still waiting, reconnecting" "$BG_ERR"
+  grep -q "reconnected to Redis" "$BG_ERR"
+  exits_with 70 "$holder"
+}
+
+@test "redis-server down past a waiter's -w: 69 naming the address, within the bound" {
+  local waiter start
+  own_redis
+  bg "$RLOCK" -t 30s held sleep 60
+  wait_until 10 key_exists 'rlock:{held}'
+  start=$(now_ms)
+  bg "$RLOCK" -w 2s --connect-timeout 0.3s held touch ran
+  waiter=$BG_PID
+  sleep 0.3
+  stop_redis
+  exits_with 69 "$waiter"
+  (($(now_ms) - start < 6000))
+  [ ! -e ran ]
+  grep -q "^rlock: .*still waiting, reconnecting" "$BG_ERR"
+  [[ $(tail -n 1 "$BG_ERR") == "rlock: cannot connect to 127.0.0.1:$REDIS_PORT: Connection refused" ]]
+}
+
+@test "Redis unreachable at the start is not waited for: 69 at once, even with -w" {
+  local port
+  port=$(closed_port)
+  run -69 --separate-stderr rl --url "redis://127.0.0.1:$port" -w 30s n touch ran
+  [ "$stderr" = "rlock: cannot connect to 127.0.0.1:$port: Connection refused" ]
+  [ ! -e ran ]
+}
+
 # --- rlock stopped or killed --------------------------------------------------
 
 # Only rlock is stopped (kill -STOP from elsewhere, a debugger); its child is

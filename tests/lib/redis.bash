@@ -10,6 +10,11 @@
 #   redis_stop DIR    stop the server started in DIR (by the PID in its
 #                     pidfile) and wait until it is gone.
 #   redis_cli ARG...  redis-cli against the server started last.
+#   redis_make_certs DIR  a test CA and certificates for TLS (see below).
+#
+# With REDIS_TLS_CERTS=DIR (made by redis_make_certs), the server also
+# listens for TLS on another random port, exported as REDIS_TLS_PORT; client
+# certificates are optional until a test asks for them (tls-auth-clients).
 #
 # The server listens on 127.0.0.1 only, on a random port in 20000-60999
 # (never 6379), and on a unix socket. Readiness is polled, never slept for.
@@ -59,6 +64,43 @@ save ""
 appendonly no
 databases 16
 EOF
+  if [[ -n ${REDIS_TLS_CERTS:-} ]]; then
+    cat >>"$dir/redis.conf" <<EOF
+tls-port $REDIS_RANDOM_TLS_PORT
+tls-cert-file $REDIS_TLS_CERTS/server.crt
+tls-key-file $REDIS_TLS_CERTS/server.key
+tls-ca-cert-file $REDIS_TLS_CERTS/ca.crt
+tls-auth-clients optional
+EOF
+  fi
+}
+
+# redis_make_certs DIR: with openssl, in DIR: ca.crt/ca.key (the test CA),
+# server.crt/key for localhost, 127.0.0.1 and ::1, client.crt/key, and
+# other-ca.crt, a CA that signed none of them. EC keys: fast to make.
+redis_make_certs() {
+  local dir=${1:?usage: redis_make_certs DIR} name
+  mkdir -p "$dir" || return 1
+  (
+    cd "$dir" || exit 1
+    for name in ca other-ca; do
+      openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+        -nodes -keyout "$name.key" -out "$name.crt" -days 2 \
+        -subj "/CN=rlock test $name" 2>/dev/null || exit 1
+    done
+    for name in server client; do
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -keyout "$name.key" -out "$name.csr" -subj "/CN=rlock test $name" \
+        2>/dev/null || exit 1
+    done
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\n' >server.ext
+    printf 'extendedKeyUsage=clientAuth\n' >client.ext
+    for name in server client; do
+      openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key \
+        -CAcreateserial -out "$name.crt" -days 2 -extfile "$name.ext" \
+        2>/dev/null || exit 1
+    done
+  )
 }
 
 # redis_await DIR PORT: poll until the server in DIR answers on PORT (0),
@@ -109,6 +151,12 @@ redis_start() {
     redis_pick_port
     port=$REDIS_RANDOM_PORT
     redis_port_in_use "$port" && continue
+    redis_pick_port
+    REDIS_RANDOM_TLS_PORT=$REDIS_RANDOM_PORT
+    if [[ -n ${REDIS_TLS_CERTS:-} ]]; then
+      ((REDIS_RANDOM_TLS_PORT != port)) || continue
+      redis_port_in_use "$REDIS_RANDOM_TLS_PORT" && continue
+    fi
     rm -f "$dir/redis.log" "$dir/redis.pid" "$dir/redis.sock"
     redis_write_config "$dir" "$port"
     redis-server "$dir/redis.conf" >/dev/null 2>&1 || continue
@@ -120,6 +168,7 @@ redis_start() {
       export REDIS_SOCKET=$dir/redis.sock
       export REDIS_PIDFILE=$dir/redis.pid
       export RLOCK_URL=redis://127.0.0.1:$port/0
+      [[ -z ${REDIS_TLS_CERTS:-} ]] || export REDIS_TLS_PORT=$REDIS_RANDOM_TLS_PORT
       return 0
     fi
     # A server that started but is not usable must not outlive this loop.

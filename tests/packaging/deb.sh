@@ -135,6 +135,9 @@ check "dpkg -s rlock: installed, Depends names libhiredis" \
       grep -Eq "^Depends:.*libhiredis" <<<"$status"'
 check "/usr/bin/rlock --version says $version" \
   bash -c '[[ $(/usr/bin/rlock --version | head -1) == "rlock $1"* ]]' bash "$version"
+check "Recommends names libssl; --version finds it (TLS is loaded on demand)" \
+  bash -c 'dpkg -s rlock | grep -Eq "^Recommends:.*libssl3" &&
+    /usr/bin/rlock --version | grep -q "^TLS: OpenSSL 3"'
 check "/usr/bin/rlock finds its libraries" \
   bash -c '! ldd /usr/bin/rlock | grep -F "not found"'
 check "/usr/bin/rlock runs: exit 69 with no server" \

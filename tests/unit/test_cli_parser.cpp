@@ -3,7 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdio>
+#include <fstream>
 
 using namespace std::chrono_literals;
 using namespace rlock::cli;
@@ -105,8 +109,12 @@ TEST_CASE("status takes names, --json and server options on either side") {
 }
 
 TEST_CASE("the URL and prefix come from options, then the environment") {
-  Environment environment{
-      "redis://from-rlock-url:1", "redis://from-redis-url:2", "env:", {}};
+  Environment environment{"redis://from-rlock-url:1",
+                          "redis://from-redis-url:2",
+                          "env:",
+                          {},
+                          {},
+                          {}};
   auto options = parse_run({"x", "true"}, environment);
   CHECK(options.server.endpoint.host == "from-rlock-url");
   CHECK(options.server.prefix == "env:");
@@ -166,4 +174,56 @@ TEST_CASE("usage errors name the option and quote the value") {
       CHECK_THAT(message, Catch::Contains(fragment));
     }
   }
+}
+
+TEST_CASE("the password comes from --password-file, the URL, then the "
+          "environment") {
+  const std::string file =
+      "/tmp/rlock-unit-password-" + std::to_string(getpid());
+  std::ofstream(file) << "from-file\r\nsecond line\n";
+  Environment environment;
+  environment.rlock_password = "from-rlock-password";
+  environment.rediscli_auth = "from-rediscli-auth";
+  auto password = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"x", "true"});
+    return parse_run(args, environment).server.endpoint.password;
+  };
+  CHECK(password({"--password-file", file}) == "from-file");
+  CHECK(password({"--password-file", file, "--url", "redis://:inurl@h"})
+        == "from-file");
+  CHECK(password({"--url", "redis://:inurl@h"}) == "inurl");
+  CHECK(password({}) == "from-rlock-password");
+  environment.rlock_password.reset();
+  CHECK(password({}) == "from-rediscli-auth");
+  environment.rediscli_auth.reset();
+  CHECK(password({}).empty());
+  std::remove(file.c_str());
+}
+
+TEST_CASE("TLS options need a rediss:// URL and readable files") {
+  const auto tls = parse_run({"--url",
+                              "rediss://h:6380",
+                              "--tls-server-name",
+                              "redis.example",
+                              "--tls-ca",
+                              "/dev/null",
+                              "--tls-insecure",
+                              "x",
+                              "true"},
+                             {})
+                       .server;
+  CHECK(tls.endpoint.tls);
+  CHECK(tls.connect.tls.server_name == "redis.example");
+  CHECK(tls.connect.tls.ca_file == "/dev/null");
+  CHECK(tls.connect.tls.insecure);
+  CHECK_THROWS_WITH(parse_run({"--tls-ca", "/dev/null", "x", "true"}, {}),
+                    "--tls-ca needs a rediss:// URL (--url is not one)");
+  CHECK_THROWS_WITH(
+      parse_run({"--url", "rediss://h", "--tls-ca", "/nonexistent", "x", "y"},
+                {}),
+      "--tls-ca: cannot read '/nonexistent': No such file or directory");
+  CHECK_THROWS_WITH(
+      parse_run({"--url", "rediss://h", "--tls-cert", "/dev/null", "x", "y"},
+                {}),
+      "--tls-cert needs --tls-key");
 }

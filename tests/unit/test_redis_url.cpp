@@ -18,6 +18,15 @@ TEST_CASE("parse_url reads TCP URLs") {
   CHECK(endpoint.value().port == 6379);
   CHECK(endpoint.value().db == 0);
   CHECK(endpoint.value().address() == "localhost:6379");
+  CHECK_FALSE(endpoint.value().tls);
+
+  endpoint = parse_url("rediss://ci:pw@redis.example:6380/1");
+  REQUIRE(endpoint);
+  CHECK(endpoint.value().tls);
+  CHECK(endpoint.value().host == "redis.example");
+  CHECK(endpoint.value().port == 6380);
+  CHECK(endpoint.value().db == 1);
+  CHECK(endpoint.value().user == "ci");
 }
 
 TEST_CASE("parse_url reads users, passwords and percent-encoding") {
@@ -66,7 +75,7 @@ TEST_CASE("parse_url rejects malformed URLs with the reason") {
       {"redis://u:%zz@h", "percent"},
       {"unix://relative.sock", "absolute"},
       {"unix:///x.sock?foo=1", "db=N"},
-      {"rediss://h", "TLS"},
+      {"rediss://", "missing host"},
       {"", "scheme"},
   };
   for (const auto& [url, reason] : bad) {

@@ -67,13 +67,20 @@ struct StatusOptions {
   std::optional<Duration> watch; // --watch: redraw every D until interrupted
 };
 
+// rlock doctor [--ttl D] [--json]
+struct DoctorOptions {
+  ServerOptions server;
+  lock::LeaseTiming timing{}; // --ttl: the lease the round trip is judged by
+  bool json = false;
+};
+
 // --help or --version: text for stdout, exit 0.
 struct InfoRequest {
   std::string text;
 };
 
-using ParsedCommand =
-    std::variant<RunOptions, StatusOptions, StepOptions, InfoRequest>;
+using ParsedCommand = std::
+    variant<RunOptions, StatusOptions, StepOptions, DoctorOptions, InfoRequest>;
 
 // The environment variables that supply defaults.
 struct Environment {
@@ -81,6 +88,8 @@ struct Environment {
   std::optional<std::string> redis_url;    // $REDIS_URL
   std::optional<std::string> rlock_prefix; // $RLOCK_PREFIX
   std::optional<std::string> rlock_token;  // $RLOCK_TOKEN
+  std::optional<std::string> rlock_password; // $RLOCK_PASSWORD
+  std::optional<std::string> rediscli_auth;  // $REDISCLI_AUTH
 };
 
 } // namespace rlock::cli

@@ -1,6 +1,7 @@
 #include <rlock/cli/parser.hpp>
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/proc/signals.hpp>
+#include <rlock/redis/tls.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 #include <rlock/version.hpp>
@@ -63,7 +64,7 @@ add_optional(CLI::App& app,
 
 bool
 is_subcommand(std::string_view word) {
-  return word == "status" || k_steps.contains(word);
+  return word == "status" || word == "doctor" || k_steps.contains(word);
 }
 
 const std::map<std::string, std::string, std::less<>> k_usage{
@@ -75,6 +76,7 @@ const std::map<std::string, std::string, std::less<>> k_usage{
     {"release", "rlock release [--token T | --force] NAME"},
     {"check", "rlock check [--token T] [--min-validity D] NAME"},
     {"wait", "rlock wait [-w D] NAME"},
+    {"doctor", "rlock doctor [-t D] [--json]"},
 };
 
 class Formatter : public CLI::Formatter {
@@ -89,6 +91,7 @@ public:
            "       rlock [OPTIONS] -- NAME COMMAND [ARG...]\n"
            "       rlock acquire|extend|release|check|wait [OPTIONS] NAME\n"
            "       rlock status [--json] [--url URL] [--prefix P] [NAME...]\n"
+           "       rlock doctor [-t D] [--json] [--url URL]\n"
            "       rlock --help | --version\n\n";
   }
 };
@@ -99,7 +102,7 @@ add_server_options(CLI::App& app, RawOptions& raw) {
   add_optional(app,
                "--url",
                raw.url,
-               "redis://[user[:pass]@]host[:port][/db]\n"
+               "redis[s]://[user[:pass]@]host[:port][/db]\n"
                "or unix:///path.sock[?db=N]\n"
                "($RLOCK_URL, $REDIS_URL, redis://127.0.0.1)")
       ->type_name("URL")
@@ -115,6 +118,37 @@ add_server_options(CLI::App& app, RawOptions& raw) {
       ->group(group);
   app.add_option("--io-timeout", raw.io_timeout, "per reply (5s)")
       ->type_name("D")
+      ->group(group);
+  add_optional(app,
+               "--password-file",
+               raw.password_file,
+               "password: the file's first line\n"
+               "(else the URL's, $RLOCK_PASSWORD, $REDISCLI_AUTH)")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(app,
+               "--tls-ca",
+               raw.tls_ca,
+               "rediss://: CA certificates (PEM) to verify\n"
+               "the server with (the system's)")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(
+      app, "--tls-cert", raw.tls_cert, "rediss://: client certificate (PEM)")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(app, "--tls-key", raw.tls_key, "rediss://: its private key")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(app,
+               "--tls-server-name",
+               raw.tls_server_name,
+               "rediss://: name to verify (the URL's host)")
+      ->type_name("NAME")
+      ->group(group);
+  app.add_flag("--tls-insecure",
+               raw.tls_insecure,
+               "rediss://: do not verify the server (unsafe)")
       ->group(group);
 }
 
@@ -218,6 +252,25 @@ setup_status(CLI::App& status, RawOptions& raw) {
 }
 
 void
+setup_doctor(CLI::App& doctor, RawOptions& raw) {
+  add_optional(doctor,
+               "-t,--ttl",
+               raw.ttl,
+               "judge the round trip against a D lease (30s)")
+      ->type_name("D")
+      ->group("Checks");
+  doctor.add_flag("--json", raw.json, "print a JSON object")->group("Output");
+  add_server_options(doctor, raw);
+  doctor.set_help_flag("-h,--help", "print this help and exit")
+      ->group("Output");
+  doctor.footer(
+      "Checks eviction, persistence, replication, round trip, clock and\n"
+      "version; one line each: ok, warn, fail or unknown, name, message.\n"
+      "Exit: 0 every check ok, 1 any other, 69 Redis unavailable,\n"
+      "74 output could not be written.");
+}
+
+void
 setup_step(CLI::App& step, Action action, RawOptions& raw) {
   step.add_option("NAME", raw.names, "the lock")
       ->type_name("")
@@ -285,6 +338,10 @@ build_app(RawOptions& raw) {
   auto* status = app->add_subcommand("status", "show who holds which lock");
   status->formatter(app->get_formatter());
   setup_status(*status, raw);
+  auto* doctor =
+      app->add_subcommand("doctor", "check that Redis keeps locks safe");
+  doctor->formatter(app->get_formatter());
+  setup_doctor(*doctor, raw);
   const std::map<Action, std::string> descriptions{
       {Action::acquire, "take the lock for a script; print the token"},
       {Action::extend, "extend a lock taken with acquire"},
@@ -471,6 +528,20 @@ status_options(const RawOptions& raw, const Environment& environment) {
   return options;
 }
 
+DoctorOptions
+doctor_options(const RawOptions& raw, const Environment& environment) {
+  DoctorOptions options;
+  options.server = detail::server_of(raw, environment);
+  options.json = raw.json;
+  const auto ttl = detail::duration_of(raw.ttl.value_or("30s"), "--ttl", false);
+  const auto timing = lock::make_timing(ttl, std::nullopt);
+  if (!timing) {
+    throw_usage(timing.error());
+  }
+  options.timing = timing.value();
+  return options;
+}
+
 std::string
 token_of(const RawOptions& raw, const Environment& environment) {
   if (!raw.token.empty()) {
@@ -526,7 +597,8 @@ std::string
 version_text() {
   return "rlock " + std::string(k_version) + "\nhiredis "
          + std::to_string(HIREDIS_MAJOR) + "." + std::to_string(HIREDIS_MINOR)
-         + "." + std::to_string(HIREDIS_PATCH) + "\nTLS: not built in\n";
+         + "." + std::to_string(HIREDIS_PATCH) + "\nTLS: "
+         + redis::tls_library_version() + "\n";
 }
 
 // Before a subcommand only the options every command shares may stand; a
@@ -537,6 +609,12 @@ check_options_before(const CLI::App& app, const Split& split) {
                                                       "--prefix",
                                                       "--connect-timeout",
                                                       "--io-timeout",
+                                                      "--password-file",
+                                                      "--tls-ca",
+                                                      "--tls-cert",
+                                                      "--tls-key",
+                                                      "--tls-server-name",
+                                                      "--tls-insecure",
                                                       "-v",
                                                       "--verbose",
                                                       "-q",
@@ -581,6 +659,9 @@ parse_command_line(const std::vector<std::string>& args,
   }
   if (*split.name == "status") {
     return status_options(raw, environment);
+  }
+  if (*split.name == "doctor") {
+    return doctor_options(raw, environment);
   }
   return step_options(k_steps.find(*split.name)->second, raw, environment);
 }

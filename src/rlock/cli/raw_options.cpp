@@ -3,7 +3,13 @@
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
+#include <utility>
 
 namespace rlock::cli::detail {
 
@@ -47,6 +53,91 @@ exit_code_of(const std::string& text) {
   return value;
 }
 
+namespace {
+
+// Returns the first line of a --password-file, without its line end.
+std::string
+read_password_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    throw_usage("--password-file: cannot read " + quote(path) + ": "
+                + std::strerror(errno));
+  }
+  std::string line;
+  std::getline(file, line);
+  if (line.ends_with('\r')) {
+    line.pop_back();
+  }
+  if (line.empty()) {
+    throw_usage("--password-file: " + quote(path)
+                + " is empty (the password is its first line)");
+  }
+  return line;
+}
+
+std::string
+password_of(const RawOptions& raw,
+            const std::string& url_password,
+            const Environment& environment) {
+  if (raw.password_file) {
+    return read_password_file(*raw.password_file);
+  }
+  if (!url_password.empty()) {
+    return url_password;
+  }
+  return environment.rlock_password  ? *environment.rlock_password
+         : environment.rediscli_auth ? *environment.rediscli_auth
+                                     : std::string();
+}
+
+// Returns `path` when it names a file that can be read.
+std::string
+readable_file(const std::optional<std::string>& path,
+              const std::string& option) {
+  if (!path) {
+    return {};
+  }
+  if (::access(path->c_str(), R_OK) != 0) {
+    throw_usage(option + ": cannot read " + quote(*path) + ": "
+                + std::strerror(errno));
+  }
+  return *path;
+}
+
+redis::TlsOptions
+tls_options_of(const RawOptions& raw,
+               const redis::Endpoint& endpoint,
+               const std::string& url_source) {
+  const std::pair<const char*, bool> given[] = {
+      {"--tls-ca", raw.tls_ca.has_value()},
+      {"--tls-cert", raw.tls_cert.has_value()},
+      {"--tls-key", raw.tls_key.has_value()},
+      {"--tls-server-name", raw.tls_server_name.has_value()},
+      {"--tls-insecure", raw.tls_insecure}};
+  for (const auto& [option, present] : given) {
+    if (present && !endpoint.tls) {
+      throw_usage(std::string(option) + " needs a rediss:// URL (" + url_source
+                  + " is not one)");
+    }
+  }
+  if (raw.tls_cert.has_value() != raw.tls_key.has_value()) {
+    throw_usage(raw.tls_cert ? "--tls-cert needs --tls-key"
+                             : "--tls-key needs --tls-cert");
+  }
+  if (raw.tls_server_name && raw.tls_server_name->empty()) {
+    throw_usage("--tls-server-name: must not be empty");
+  }
+  redis::TlsOptions tls;
+  tls.ca_file = readable_file(raw.tls_ca, "--tls-ca");
+  tls.cert_file = readable_file(raw.tls_cert, "--tls-cert");
+  tls.key_file = readable_file(raw.tls_key, "--tls-key");
+  tls.server_name = raw.tls_server_name.value_or("");
+  tls.insecure = raw.tls_insecure;
+  return tls;
+}
+
+} // namespace
+
 ServerOptions
 server_of(const RawOptions& raw, const Environment& environment) {
   ServerOptions server;
@@ -64,6 +155,9 @@ server_of(const RawOptions& raw, const Environment& environment) {
     url = k_default_url;
   }
   server.endpoint = value_or_usage_error(redis::parse_url(url), option);
+  server.endpoint.password =
+      password_of(raw, server.endpoint.password, environment);
+  server.connect.tls = tls_options_of(raw, server.endpoint, option);
   // An empty --prefix is a prefix like any other.
   server.prefix = raw.prefix                 ? *raw.prefix
                   : environment.rlock_prefix ? *environment.rlock_prefix

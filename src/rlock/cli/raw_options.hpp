@@ -22,6 +22,12 @@ struct RawOptions {
   std::optional<std::string> wait;
   std::optional<std::string> ttl;
   std::optional<std::string> kill_after;
+  std::optional<std::string> password_file;
+  std::optional<std::string> tls_ca;
+  std::optional<std::string> tls_cert;
+  std::optional<std::string> tls_key;
+  std::optional<std::string> tls_server_name;
+  bool tls_insecure = false;
   std::string connect_timeout = "2s";
   std::string io_timeout = "5s";
   std::string conflict_exit_code = "75";
@@ -61,7 +67,9 @@ optional_duration_of(const std::optional<std::string>& text,
 // Returns --conflict-exit-code's value, 0..255.
 int exit_code_of(const std::string& text);
 
-// Returns the server, login and prefix, from the options or the environment.
+// Returns the server, login, TLS settings and prefix, from the options or the
+// environment. The password comes from --password-file, else the URL, else
+// $RLOCK_PASSWORD, else $REDISCLI_AUTH.
 ServerOptions server_of(const RawOptions& raw, const Environment& environment);
 
 // Returns NAME when it is a valid lock name.

@@ -153,7 +153,7 @@ wait_until_free(const StepOptions& options,
       lock::wait_until_free(connection,
                             keys,
                             lock::WaitOptions{false, options.wait, false},
-                            make_wait_hooks(options.server, signals));
+                            make_wait_hooks(options.server, signals, connection));
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

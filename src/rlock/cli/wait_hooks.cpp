@@ -48,13 +48,19 @@ take_terminating(const proc::SignalBlock& signals) {
 }
 
 lock::WaitHooks
-make_wait_hooks(const ServerOptions& server, const proc::SignalBlock& signals) {
+make_wait_hooks(const ServerOptions& server,
+                const proc::SignalBlock& signals,
+                redis::Connection& connection) {
   return lock::WaitHooks{[&server](const std::vector<std::string>& channels) {
                            return redis::Subscription::open(
                                server.endpoint, server.connect, channels);
                          },
                          [&signals](int fd, Duration duration) {
                            return sleep_or_signal(signals, fd, duration);
+                         },
+                         [&server, &connection] {
+                           connection = redis::Connection::open(server.endpoint,
+                                                                server.connect);
                          }};
 }
 
@@ -63,13 +69,14 @@ acquire_or_undo(redis::Connection& connection,
                 const LockWait& wait,
                 const proc::SignalBlock& signals) {
   try {
-    return lock::wait_for_lock(connection,
-                               wait.keys,
-                               wait.token,
-                               wait.ttl,
-                               wait.holder,
-                               wait.options,
-                               make_wait_hooks(wait.server, signals));
+    return lock::wait_for_lock(
+        connection,
+        wait.keys,
+        wait.token,
+        wait.ttl,
+        wait.holder,
+        wait.options,
+        make_wait_hooks(wait.server, signals, connection));
   } catch (const Error&) {
     lock::release_quietly(
         wait.server.endpoint, wait.server.connect, wait.keys, wait.token);

@@ -13,10 +13,11 @@ inline constexpr std::array<int, 6> k_forwarded_signals{
 // Returns the first pending signal other than SIGCHLD, or 0.
 int take_terminating(const proc::SignalBlock& signals);
 
-// Returns the hooks a waiter needs: subscriptions to `server`, and sleeps that
-// a signal in `signals` cuts short.
+// Returns the hooks a waiter needs: subscriptions to `server`, sleeps that a
+// signal in `signals` cuts short, and reconnecting `connection`.
 lock::WaitHooks make_wait_hooks(const ServerOptions& server,
-                                const proc::SignalBlock& signals);
+                                const proc::SignalBlock& signals,
+                                redis::Connection& connection);
 
 // A lock to wait for, and how.
 struct LockWait {

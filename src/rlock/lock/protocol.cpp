@@ -122,8 +122,9 @@ release_quietly(const redis::Endpoint& endpoint,
                 const LockKeys& keys,
                 const std::string& token) {
   const Duration bound = std::chrono::seconds(1);
-  const redis::ConnectOptions bounded{std::min(options.connect_timeout, bound),
-                                      std::min(options.io_timeout, bound)};
+  redis::ConnectOptions bounded = options;
+  bounded.connect_timeout = std::min(options.connect_timeout, bound);
+  bounded.io_timeout = std::min(options.io_timeout, bound);
   try {
     auto connection = redis::Connection::open(endpoint, bounded);
     release(connection, keys, token);

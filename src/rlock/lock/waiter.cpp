@@ -1,4 +1,5 @@
 #include <rlock/lock/waiter.hpp>
+#include <rlock/redis/errors.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
 #include <rlock/util/log.hpp>
@@ -15,6 +16,10 @@ using namespace std::chrono_literals;
 
 // A queued waiter refreshes its place this often.
 constexpr Duration k_queue_refresh = k_queue_entry_ttl / 2;
+
+// Backing off between attempts to reach Redis again while waiting.
+constexpr Duration k_first_retry = 100ms;
+constexpr Duration k_last_retry = 2s;
 
 // Slack after the holder's lease should have run out, so that the server has
 // expired it when we look.
@@ -67,6 +72,9 @@ private:
     bool safety_net_only; // no other reason to look again then
   };
 
+  std::optional<WaitOutcome> wait(WaitOutcome& outcome, bool& ask);
+  std::optional<WaitOutcome> recover(const redis::TransientError& error,
+                                     WaitOutcome& outcome);
   std::optional<Delay> next_delay(const AcquireAttempt& attempt);
   void report(const AcquireAttempt& attempt);
   void subscribe();
@@ -102,36 +110,96 @@ Waiter::run() {
   // Subscribed first, then asked again: a release between the first attempt
   // and the subscription is seen by the second attempt, any later one by a
   // message. Uncontended runs never pay for the subscription.
-  subscribe();
   bool ask = true;
   while (true) {
-    if (ask) {
-      outcome.attempt = m_attempt();
-      if (outcome.attempt.acquired) {
-        outcome.kind = WaitOutcome::Kind::acquired;
-        return outcome;
+    try {
+      if (auto end = wait(outcome, ask)) {
+        return *end;
       }
-      report(outcome.attempt);
+    } catch (const redis::TransientError& error) {
+      if (auto end = recover(error, outcome)) {
+        return *end;
+      }
+      ask = true;
     }
-    const auto next = next_delay(outcome.attempt);
-    if (!next) {
-      give_up();
+  }
+}
+
+// One round of waiting: asks for the lock when `ask`, sleeps until a
+// message or a reason to look again, and decides whether to ask next time.
+// Returns the outcome when the wait is over.
+std::optional<WaitOutcome>
+Waiter::wait(WaitOutcome& outcome, bool& ask) {
+  if (!m_subscription) {
+    subscribe();
+  }
+  if (ask) {
+    outcome.attempt = m_attempt();
+    if (outcome.attempt.acquired) {
+      outcome.kind = WaitOutcome::Kind::acquired;
       return outcome;
     }
-    if (const int signal = m_hooks.sleep(m_subscription->fd(), next->delay)) {
-      give_up();
+    report(outcome.attempt);
+  }
+  const auto next = next_delay(outcome.attempt);
+  if (!next) {
+    give_up();
+    return outcome;
+  }
+  if (const int signal = m_hooks.sleep(m_subscription->fd(), next->delay)) {
+    give_up();
+    outcome.kind = WaitOutcome::Kind::interrupted;
+    outcome.signal = signal;
+    return outcome;
+  }
+  // A message, or a reason of our own to look again: the full attempt.
+  // Only the safety net's timer: one PTTL says whether it is still held,
+  // which is all a waiter needs to know to sleep on.
+  ask = take_wakeups() > 0 || !next->safety_net_only || !m_remaining;
+  if (!ask) {
+    const auto pttl = m_remaining();
+    ask = pttl <= 0;
+    outcome.attempt.retry_ms = pttl;
+  }
+  return std::nullopt;
+}
+
+// Redis failed while we waited: connects again, backing off, until it
+// works (nothing: go on waiting), the deadline passes (the error goes on)
+// or a signal comes (the outcome says so).
+std::optional<WaitOutcome>
+Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
+  if (!m_hooks.reconnect) {
+    throw error;
+  }
+  log::warning(std::string(error.what()) + "; still waiting, reconnecting");
+  m_subscription.reset();
+  redis::TransientError last = error;
+  Duration backoff = k_first_retry;
+  for (int tries = 1;; ++tries) {
+    Duration delay = jittered(backoff);
+    backoff = std::min(backoff * 2, k_last_retry);
+    if (m_deadline) {
+      const auto left = *m_deadline - boot_now();
+      if (left <= Duration::zero()) {
+        throw last;
+      }
+      delay = std::min(delay, left);
+    }
+    if (const int signal = m_hooks.sleep(-1, delay)) {
       outcome.kind = WaitOutcome::Kind::interrupted;
       outcome.signal = signal;
       return outcome;
     }
-    // A message, or a reason of our own to look again: the full attempt.
-    // Only the safety net's timer: one PTTL says whether it is still held,
-    // which is all a waiter needs to know to sleep on.
-    ask = take_wakeups() > 0 || !next->safety_net_only || !m_remaining;
-    if (!ask) {
-      const auto pttl = m_remaining();
-      ask = pttl <= 0;
-      outcome.attempt.retry_ms = pttl;
+    try {
+      m_hooks.reconnect();
+      subscribe();
+      log::info("reconnected to Redis after " + std::to_string(tries)
+                + (tries == 1 ? " try" : " tries"));
+      return std::nullopt;
+    } catch (const redis::TransientError& again) {
+      log::info(std::string(again.what()) + "; trying again");
+      last = again;
     }
   }
 }

@@ -26,6 +26,8 @@ struct WaitHooks {
   // Waits up to the given time for `fd` to turn readable. Returns the number
   // of a signal that ended the wait, or 0.
   std::function<int(int fd, Duration timeout)> sleep;
+  // Replaces the waiter's connection by a new one, after it failed.
+  std::function<void()> reconnect;
 };
 
 struct WaitOutcome {
@@ -40,7 +42,9 @@ struct WaitOutcome {
 // release (pub/sub, published by the release script), by the holder's lease
 // running out (it sleeps until then, never polling), or, as a safety net
 // against a lost message, after a jittered delay of a third of the holder's
-// TTL at most. Throws Error (unavailable) when Redis fails.
+// TTL at most. When Redis fails while it waits (redis::TransientError), it
+// connects again, backing off, until the wait's deadline; an error before the
+// wait, a lasting one or one past the deadline is thrown (Error, unavailable).
 WaitOutcome wait_for_lock(redis::Connection& connection,
                           const LockKeys& keys,
                           const std::string& token,

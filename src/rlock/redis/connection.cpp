@@ -1,76 +1,62 @@
 #include <rlock/redis/connection.hpp>
+#include <rlock/redis/errors.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/exit_codes.hpp>
 #include <rlock/util/text.hpp>
 
-#include <fcntl.h>
-#include <sys/time.h>
-
-#include <cerrno>
-#include <cstring>
+#include <utility>
 
 namespace rlock::redis {
 
 namespace {
-
-timeval
-to_timeval(Duration duration) {
-  using namespace std::chrono;
-  const auto micros = std::max<std::int64_t>(
-      duration_cast<microseconds>(duration).count(), 1000);
-  return timeval{static_cast<time_t>(micros / 1'000'000),
-                 static_cast<suseconds_t>(micros % 1'000'000)};
-}
 
 [[noreturn]] void
 unavailable(const std::string& message) {
   throw Error(exit_code::k_unavailable, message);
 }
 
-std::unique_ptr<redisContext, ContextDeleter>
-connect_context(const Endpoint& endpoint, Duration timeout) {
-  const auto tv = to_timeval(timeout);
-  redisContext* context =
-      endpoint.is_unix()
-          ? redisConnectUnixWithTimeout(endpoint.socket_path.c_str(), tv)
-          : redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, tv);
-  if (context == nullptr) {
-    unavailable("cannot connect to " + endpoint.address() + ": out of memory");
+std::unique_ptr<Stream>
+connect_stream(const Endpoint& endpoint, const ConnectOptions& options) {
+  if (endpoint.is_unix()) {
+    return std::make_unique<PlainStream>(
+        connect_unix(endpoint.socket_path, options.connect_timeout),
+        endpoint.address());
   }
-  std::unique_ptr<redisContext, ContextDeleter> owned(context);
-  if (context->err != 0) {
-    unavailable("cannot connect to " + endpoint.address() + ": "
-                + context->errstr);
+  auto socket = connect_tcp(endpoint.host,
+                            endpoint.port,
+                            endpoint.address(),
+                            options.connect_timeout);
+  if (endpoint.tls) {
+    return start_tls(std::move(socket),
+                     endpoint.host,
+                     endpoint.address(),
+                     options.tls,
+                     options.connect_timeout);
   }
-  if (fcntl(context->fd, F_SETFD, FD_CLOEXEC) != 0) {
-    unavailable("cannot set close-on-exec on the Redis socket: "
-                + std::string(std::strerror(errno)));
-  }
-  return owned;
+  return std::make_unique<PlainStream>(std::move(socket), endpoint.address());
 }
 
-std::vector<const char*>
-argv_of(const std::vector<std::string>& args, std::vector<size_t>& lengths) {
-  std::vector<const char*> argv;
-  lengths.clear();
-  for (const auto& arg : args) {
-    argv.push_back(arg.data());
-    lengths.push_back(arg.size());
+// The error replies of a server that cannot serve yet but soon may.
+bool
+is_transient(const std::string& error) {
+  for (const char* prefix :
+       {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
+    if (error.starts_with(prefix)) {
+      return true;
+    }
   }
-  return argv;
+  return false;
 }
 
 } // namespace
 
-Connection::Connection(std::unique_ptr<redisContext, ContextDeleter> context,
-                       Endpoint endpoint)
-    : m_context(std::move(context)), m_endpoint(std::move(endpoint)) {
+Connection::Connection(std::unique_ptr<Stream> stream, Endpoint endpoint)
+    : m_stream(std::move(stream)), m_endpoint(std::move(endpoint)) {
 }
 
 Connection
 Connection::open(const Endpoint& endpoint, const ConnectOptions& options) {
-  Connection connection(connect_context(endpoint, options.connect_timeout),
-                        endpoint);
+  Connection connection(connect_stream(endpoint, options), endpoint);
   connection.set_io_timeout(options.io_timeout);
   connection.log_in();
   return connection;
@@ -108,52 +94,61 @@ Connection::command(const std::vector<std::string>& args) {
 
 void
 Connection::append(const std::vector<std::string>& args) {
-  std::vector<size_t> lengths;
-  auto argv = argv_of(args, lengths);
-  if (redisAppendCommandArgv(m_context.get(),
-                             static_cast<int>(argv.size()),
-                             argv.data(),
-                             lengths.data())
-      != REDIS_OK) {
-    throw_io_error();
-  }
+  m_output += format_command(args);
 }
 
 Reply
 Connection::read_reply() {
-  void* raw = nullptr;
-  if (redisGetReply(m_context.get(), &raw) != REDIS_OK || raw == nullptr) {
-    throw_io_error();
+  flush();
+  for (;;) {
+    if (auto reply = take_parsed_reply()) {
+      return std::move(*reply);
+    }
+    read_more(true);
   }
-  return Reply(static_cast<redisReply*>(raw));
 }
 
 std::optional<Reply>
 Connection::take_arrived_reply(bool read_socket) {
-  if (read_socket && redisBufferRead(m_context.get()) != REDIS_OK) {
-    throw_io_error();
+  if (read_socket) {
+    read_more(false);
   }
-  void* raw = nullptr;
-  if (redisGetReplyFromReader(m_context.get(), &raw) != REDIS_OK) {
-    throw_io_error();
+  return take_parsed_reply();
+}
+
+void
+Connection::flush() {
+  if (!m_output.empty()) {
+    const std::string output = std::exchange(m_output, {});
+    m_stream->write_all(output, m_io_timeout);
   }
-  if (raw == nullptr) {
-    return std::nullopt;
+}
+
+void
+Connection::read_more(bool block) {
+  m_input.clear();
+  m_stream->read_into(m_input, block, m_io_timeout);
+  m_reader.feed(m_input);
+}
+
+std::optional<Reply>
+Connection::take_parsed_reply() {
+  try {
+    return m_reader.next();
+  } catch (const ProtocolError& error) {
+    throw TransientError(address() + " does not speak the Redis protocol ("
+                         + error.what() + ")");
   }
-  return Reply(static_cast<redisReply*>(raw));
 }
 
 int
 Connection::fd() const {
-  return m_context->fd;
+  return m_stream->fd();
 }
 
 void
 Connection::set_io_timeout(Duration timeout) {
-  if (timeout != m_io_timeout) {
-    redisSetTimeout(m_context.get(), to_timeval(timeout));
-    m_io_timeout = timeout;
-  }
+  m_io_timeout = timeout;
 }
 
 std::string
@@ -162,27 +157,20 @@ Connection::address() const {
 }
 
 void
-Connection::throw_io_error() const {
-  const int err = m_context->err;
-  const std::string detail = m_context->errstr;
-  if (err == REDIS_ERR_PROTOCOL) {
-    unavailable(address() + " does not speak the Redis protocol (" + detail
-                + ")");
-  }
-  if (err == REDIS_ERR_IO && detail == std::strerror(EAGAIN)) {
-    unavailable("no reply from " + address() + " within "
-                + format_seconds(m_io_timeout));
-  }
-  if (err == REDIS_ERR_EOF) {
-    unavailable("connection to " + address() + " closed by the server");
-  }
-  unavailable("connection to " + address() + " failed: " + detail);
-}
-
-void
 throw_if_error(const Reply& reply, const std::string& what) {
   if (reply->type == REDIS_REPLY_ERROR) {
-    unavailable(what + ": " + std::string(reply->str, reply->len));
+    const std::string error(reply->str, reply->len);
+    // An unauthenticated client's large command is refused as a protocol
+    // error before any NOAUTH.
+    if (error.starts_with("NOAUTH")
+        || error.find("Protocol error: unauthenticated") != std::string::npos) {
+      unavailable(what + ": the server wants a password (give it with "
+                  + "--password-file, $RLOCK_PASSWORD or the URL): " + error);
+    }
+    if (is_transient(error)) {
+      throw TransientError(what + ": " + error);
+    }
+    unavailable(what + ": " + error);
   }
 }
 

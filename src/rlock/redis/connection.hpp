@@ -1,9 +1,11 @@
 #pragma once
 
+#include <rlock/redis/reply.hpp>
+#include <rlock/redis/reply_reader.hpp>
+#include <rlock/redis/stream.hpp>
+#include <rlock/redis/tls.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/duration.hpp>
-
-#include <hiredis/hiredis.h>
 
 #include <memory>
 #include <optional>
@@ -12,30 +14,16 @@
 
 namespace rlock::redis {
 
-struct ReplyDeleter {
-  void
-  operator()(redisReply* reply) const {
-    freeReplyObject(reply);
-  }
-};
-
-struct ContextDeleter {
-  void
-  operator()(redisContext* context) const {
-    redisFree(context);
-  }
-};
-
-// A reply from the server; may be an error reply (type REDIS_REPLY_ERROR).
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
 struct ConnectOptions {
   Duration connect_timeout = std::chrono::seconds(2);
   Duration io_timeout = std::chrono::seconds(5);
+  TlsOptions tls; // for rediss:// URLs
 };
 
-// One blocking connection to one server. Not thread-safe: each thread opens
-// its own. The socket is close-on-exec, so children never inherit it.
+// One connection to one server, plain or TLS, speaking RESP2 (hiredis's
+// parser; the socket and TLS are rlock's own). Every call is bounded by a
+// timeout. Not thread-safe: each thread opens its own. The socket is
+// close-on-exec, so children never inherit it.
 class Connection {
 public:
   // Connects, logs in and selects the database. Throws Error (unavailable)
@@ -69,13 +57,17 @@ public:
   std::string address() const;
 
 private:
-  Connection(std::unique_ptr<redisContext, ContextDeleter> context,
-             Endpoint endpoint);
+  Connection(std::unique_ptr<Stream> stream, Endpoint endpoint);
 
-  [[noreturn]] void throw_io_error() const;
   void log_in();
+  void flush();
+  void read_more(bool block);
+  std::optional<Reply> take_parsed_reply();
 
-  std::unique_ptr<redisContext, ContextDeleter> m_context;
+  std::unique_ptr<Stream> m_stream;
+  ReplyReader m_reader;
+  std::string m_output; // commands appended, not yet sent
+  std::string m_input;  // bytes read, not yet given to m_reader
   Endpoint m_endpoint;
   Duration m_io_timeout{};
 };

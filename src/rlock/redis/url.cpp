@@ -10,6 +10,7 @@ namespace {
 using Result = Expected<Endpoint>;
 
 constexpr std::string_view k_tcp_scheme = "redis://";
+constexpr std::string_view k_tls_scheme = "rediss://";
 constexpr std::string_view k_unix_scheme = "unix://";
 
 std::optional<int>
@@ -205,10 +206,11 @@ parse_url(std::string_view url) {
     error = parse_tcp(url.substr(k_tcp_scheme.size()), endpoint);
   } else if (url.starts_with(k_unix_scheme)) {
     error = parse_unix(url.substr(k_unix_scheme.size()), endpoint);
-  } else if (url.starts_with("rediss://")) {
-    error = "TLS (rediss://) is not supported by this build";
+  } else if (url.starts_with(k_tls_scheme)) {
+    endpoint.tls = true;
+    error = parse_tcp(url.substr(k_tls_scheme.size()), endpoint);
   } else {
-    error = "scheme must be redis:// or unix://";
+    error = "scheme must be redis://, rediss:// or unix://";
   }
   if (error) {
     return Result::failure("invalid URL " + quote(redact_url(url)) + ": "

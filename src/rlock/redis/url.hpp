@@ -15,6 +15,7 @@ struct Endpoint {
   int db = 0;
   std::string user;     // ACL user, empty for the default user
   std::string password; // empty for no AUTH
+  bool tls = false;     // rediss://
 
   bool
   is_unix() const {
@@ -25,7 +26,7 @@ struct Endpoint {
   std::string address() const;
 };
 
-// Parses redis://[user[:password]@]host[:port][/db] (host may be an IPv6
+// Parses redis[s]://[user[:password]@]host[:port][/db] (host may be an IPv6
 // literal in brackets) and unix:///path/to.sock[?db=N]; user and password are
 // percent-decoded. Fails with a reason that quotes the URL, password hidden.
 Expected<Endpoint> parse_url(std::string_view url);

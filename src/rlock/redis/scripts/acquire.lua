@@ -11,6 +11,12 @@
 -- waiter ahead; -1 for a lease without expiry), place is the 1-based place
 -- in the queue (0 outside it), held_ms how long the holder has held it.
 local token = ARGV[1]
+if redis.call('HGET', KEYS[1], 'token') == token then
+  -- Our own earlier attempt took it and its reply was lost: the lease
+  -- starts again now, as the caller counts it.
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'fence'))}
+end
 local head, head_expiry = live_head()
 local held = redis.call('EXISTS', KEYS[1]) == 1
 if not held and (head == nil or head == token) then

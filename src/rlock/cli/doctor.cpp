@@ -1,0 +1,200 @@
+#include <rlock/cli/doctor.hpp>
+#include <rlock/cli/doctor_checks.hpp>
+#include <rlock/util/clock.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/exit_codes.hpp>
+
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace rlock::cli {
+
+namespace {
+
+constexpr int k_pings = 5;
+
+// The CONFIG parameters the checks judge.
+constexpr std::array<const char*, 5> k_parameters{
+    "maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"};
+
+std::string
+error_of(const redis::Reply& reply) {
+  return std::string(reply->str, reply->len);
+}
+
+// Reads the CONFIG parameters; stops at the first refusal (ACL, a managed
+// Redis with CONFIG renamed), since the others would be refused alike.
+void
+read_config(redis::Connection& connection, ServerFacts& facts) {
+  for (const char* parameter : k_parameters) {
+    const auto reply = connection.command({"CONFIG", "GET", parameter});
+    if (reply->type == REDIS_REPLY_ERROR) {
+      facts.config_error = error_of(reply);
+      return;
+    }
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+        && reply->element[1]->type == REDIS_REPLY_STRING) {
+      facts.config[parameter] =
+          std::string(reply->element[1]->str, reply->element[1]->len);
+    }
+  }
+}
+
+void
+read_info(redis::Connection& connection, ServerFacts& facts) {
+  for (const char* section :
+       {"server", "memory", "persistence", "replication"}) {
+    const auto reply = connection.command({"INFO", section});
+    if (reply->type == REDIS_REPLY_ERROR) {
+      facts.info_error = error_of(reply);
+      continue;
+    }
+    if (reply->type == REDIS_REPLY_STRING) {
+      facts.info.merge(parse_info(std::string_view(reply->str, reply->len)));
+    }
+  }
+}
+
+// Fields of a flat key-value array reply (HELLO 2).
+std::string
+field_of(const redisReply* reply, std::string_view key) {
+  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+    const auto* name = reply->element[i];
+    const auto* value = reply->element[i + 1];
+    if (name->type == REDIS_REPLY_STRING
+        && std::string_view(name->str, name->len) == key
+        && value->type == REDIS_REPLY_STRING) {
+      return std::string(value->str, value->len);
+    }
+  }
+  return {};
+}
+
+// The version from INFO, else from HELLO (Redis 6 and later, where an ACL may
+// refuse INFO but not HELLO).
+void
+read_version(redis::Connection& connection, ServerFacts& facts) {
+  if (const auto found = facts.info.find("redis_version");
+      found != facts.info.end()) {
+    facts.version = found->second;
+    return;
+  }
+  const auto reply = connection.command({"HELLO", "2"});
+  if (reply->type == REDIS_REPLY_ARRAY) {
+    facts.version = field_of(reply.get(), "version");
+  }
+}
+
+// The role from ROLE when INFO replication was refused.
+void
+read_role(redis::Connection& connection, ServerFacts& facts) {
+  if (facts.info.contains("role")) {
+    return;
+  }
+  const auto reply = connection.command({"ROLE"});
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1
+      || reply->element[0]->type != REDIS_REPLY_STRING) {
+    return;
+  }
+  const std::string role(reply->element[0]->str, reply->element[0]->len);
+  facts.info["role"] = role;
+  if (role == "master" && reply->elements >= 3
+      && reply->element[2]->type == REDIS_REPLY_ARRAY) {
+    facts.info["connected_slaves"] =
+        std::to_string(reply->element[2]->elements);
+  }
+}
+
+void
+probe_script(redis::Connection& connection, ServerFacts& facts) {
+  const auto reply = connection.command({"EVAL", "return 1", "0"});
+  if (reply->type == REDIS_REPLY_ERROR) {
+    facts.script_error = error_of(reply);
+  }
+}
+
+void
+measure_round_trips(redis::Connection& connection, ServerFacts& facts) {
+  for (int i = 0; i < k_pings; ++i) {
+    const auto sent = boot_now();
+    const auto reply = connection.command({"PING"});
+    const auto took = boot_now() - sent;
+    if (reply->type != REDIS_REPLY_ERROR) {
+      facts.round_trips.push_back(took);
+    }
+  }
+}
+
+// The integer in a bulk string reply ("1700000000"), or nothing.
+std::optional<std::int64_t>
+integer_in(const redisReply* reply) {
+  std::int64_t value = 0;
+  if (reply->type != REDIS_REPLY_STRING) {
+    return std::nullopt;
+  }
+  const auto [end, ec] =
+      std::from_chars(reply->str, reply->str + reply->len, value);
+  if (ec != std::errc() || end != reply->str + reply->len) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The server's TIME against the local clock at the middle of the round trip.
+void
+measure_clock(redis::Connection& connection, ServerFacts& facts) {
+  const auto sent_boot = boot_now();
+  const auto sent_ms = wall_now_ms();
+  const auto reply = connection.command({"TIME"});
+  const auto received_ms = wall_now_ms();
+  facts.clock_uncertainty = (boot_now() - sent_boot) / 2;
+  if (reply->type == REDIS_REPLY_ERROR) {
+    facts.time_error = error_of(reply);
+    return;
+  }
+  const auto seconds = reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+                           ? integer_in(reply->element[0])
+                           : std::nullopt;
+  const auto micros = seconds ? integer_in(reply->element[1]) : std::nullopt;
+  if (!micros) {
+    facts.time_error = "unexpected reply";
+    return;
+  }
+  facts.server_time_ms = *seconds * 1000 + *micros / 1000;
+  facts.clock_offset_ms =
+      *facts.server_time_ms - (sent_ms + (received_ms - sent_ms) / 2);
+}
+
+void
+write_out(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0) {
+    throw Error(exit_code::k_io_error, "cannot write output");
+  }
+}
+
+} // namespace
+
+int
+run_doctor(const DoctorOptions& options) {
+  auto connection =
+      redis::Connection::open(options.server.endpoint, options.server.connect);
+  ServerFacts facts;
+  facts.address = connection.address();
+  measure_round_trips(connection, facts);
+  read_info(connection, facts);
+  read_config(connection, facts);
+  read_version(connection, facts);
+  read_role(connection, facts);
+  probe_script(connection, facts);
+  measure_clock(connection, facts);
+  const auto checks = diagnose(facts, options.timing);
+  write_out(options.json ? format_doctor_json(facts.address, checks)
+                         : format_doctor_text(checks));
+  return doctor_exit_code(checks);
+}
+
+} // namespace rlock::cli

@@ -1,0 +1,591 @@
+#include <rlock/cli/doctor_checks.hpp>
+#include <rlock/util/exit_codes.hpp>
+#include <rlock/util/text.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace rlock::cli {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::size_t k_status_width = 8; // "unknown" and a space
+constexpr std::size_t k_name_width = 13;  // "persistence" and two spaces
+
+CheckResult
+named(std::string name) {
+  CheckResult check;
+  check.name = std::move(name);
+  return check;
+}
+
+// Returns the value of `key` in `fields`, or nullptr.
+const std::string*
+find(const Fields& fields, std::string_view key) {
+  const auto found = fields.find(key);
+  return found == fields.end() ? nullptr : &found->second;
+}
+
+std::optional<long long>
+to_integer(const std::string* text) {
+  long long value = 0;
+  if (text == nullptr || text->empty()) {
+    return std::nullopt;
+  }
+  const auto* end = text->data() + text->size();
+  const auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  if (ec != std::errc() || ptr != end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+Json
+json_or_null(const std::string* text) {
+  return text == nullptr ? Json(nullptr) : Json(*text);
+}
+
+Json
+json_or_null(std::optional<long long> value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+double
+to_ms(Duration duration) {
+  return static_cast<double>(duration.count()) / 1e6;
+}
+
+// Milliseconds for JSON: an integer when whole, else to the microsecond.
+Json
+ms_json(Duration duration) {
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(duration).count();
+  if (micros % 1000 == 0) {
+    return micros / 1000;
+  }
+  return static_cast<double>(micros) / 1000;
+}
+
+// "0.12ms", "6.0ms", "305ms", "1.205s": enough digits for a round trip.
+std::string
+format_ms(Duration duration) {
+  const double ms = to_ms(duration);
+  if (ms >= 1000) {
+    return format_seconds(duration);
+  }
+  char text[32];
+  std::snprintf(text,
+                sizeof(text),
+                ms < 1    ? "%.2fms"
+                : ms < 10 ? "%.1fms"
+                          : "%.0fms",
+                ms);
+  return text;
+}
+
+// Redis's own units: "100mb" for 100 * 1024 * 1024 bytes.
+std::string
+format_bytes(long long bytes) {
+  constexpr long long k_kb = 1024;
+  for (const auto& [unit, size] : {std::pair{"gb", k_kb * k_kb * k_kb},
+                                   std::pair{"mb", k_kb * k_kb},
+                                   std::pair{"kb", k_kb}}) {
+    if (bytes % size == 0) {
+      return std::to_string(bytes / size) + unit;
+    }
+  }
+  return std::to_string(bytes) + " bytes";
+}
+
+// Why nothing could be read: "CONFIG GET refused (NOPERM ...), INFO refused
+// (...)"; CONFIG GET only when `with_config`.
+std::string
+why_unknown(const ServerFacts& facts, bool with_config = true) {
+  std::string reasons;
+  if (with_config && !facts.config_error.empty()) {
+    reasons = "CONFIG GET refused (" + facts.config_error + ")";
+  }
+  if (!facts.info_error.empty()) {
+    reasons += (reasons.empty() ? "" : ", ") + std::string("INFO refused (")
+               + facts.info_error + ")";
+  }
+  return reasons.empty() ? "the server did not say" : reasons;
+}
+
+constexpr std::string_view k_from_info = " (from INFO: CONFIG GET refused)";
+
+CheckResult
+check_version(const ServerFacts& facts) {
+  auto check = named("version");
+  const auto version = parse_version(facts.version);
+  const auto minimum = parse_version(k_min_redis_version).value();
+  check.values = {
+      {"redis_version",
+       facts.version.empty() ? Json(nullptr) : Json(facts.version)},
+      {"minimum", k_min_redis_version},
+      {"scripts_run", facts.script_error.empty()},
+      {"script_error",
+       facts.script_error.empty() ? Json(nullptr) : Json(facts.script_error)}};
+  const std::string needs =
+      "rlock needs Redis 4.0 or later (Lua scripts with EVALSHA, PEXPIRE, "
+      "HSET of several fields)";
+  const std::string redis = "Redis " + facts.version + " at " + facts.address;
+  if (version && *version < minimum) {
+    check.status = CheckStatus::fail;
+    check.message = redis + " is too old: " + needs;
+  } else if (!facts.script_error.empty()) {
+    check.status = CheckStatus::fail;
+    check.message = (version ? redis : "The server at " + facts.address)
+                    + " refuses a test script (EVAL: " + facts.script_error
+                    + "): every lock step is a Lua script";
+  } else if (!version) {
+    check.status = CheckStatus::unknown;
+    check.message = "version of " + facts.address + " unknown ("
+                    + why_unknown(facts, false) + ", and HELLO did not say); "
+                    + "a test script ran; " + needs;
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = redis + " ran a test script; " + needs;
+  }
+  return check;
+}
+
+std::string
+eviction_warning(const std::string& policy, long long maxmemory) {
+  const std::string head = "maxmemory-policy " + policy + " with maxmemory "
+                           + format_bytes(maxmemory)
+                           + ": when memory runs out Redis may evict ";
+  const std::string tail = ", and a second holder can then take an evicted "
+                           "lock; set maxmemory-policy noeviction";
+  if (policy.starts_with("volatile-")) {
+    return head + "keys with an expiry, and every lock key has one" + tail;
+  }
+  return head + "any key, a held lock or its fence counter included" + tail;
+}
+
+CheckResult
+check_eviction(const ServerFacts& facts) {
+  auto check = named("eviction");
+  const auto* policy = find(facts.config, "maxmemory-policy");
+  const auto* maxmemory_text = find(facts.config, "maxmemory");
+  const bool from_config = policy != nullptr;
+  if (!from_config) {
+    policy = find(facts.info, "maxmemory_policy");
+    maxmemory_text = find(facts.info, "maxmemory");
+  }
+  const auto maxmemory = to_integer(maxmemory_text);
+  check.values = {{"maxmemory_policy", json_or_null(policy)},
+                  {"maxmemory", json_or_null(maxmemory)},
+                  {"source",
+                   policy == nullptr ? Json(nullptr)
+                   : from_config     ? Json("CONFIG GET")
+                                     : Json("INFO")}};
+  if (policy == nullptr) {
+    check.message = "maxmemory-policy unknown: " + why_unknown(facts)
+                    + "; only noeviction keeps Redis from evicting lock keys";
+    return check;
+  }
+  const std::string note = from_config ? "" : std::string(k_from_info);
+  if (*policy == "noeviction") {
+    check.status = CheckStatus::ok;
+    check.message = "maxmemory-policy noeviction" + note
+                    + ": lock keys are never evicted; a full Redis refuses "
+                      "new locks instead";
+  } else if (maxmemory == 0) {
+    check.status = CheckStatus::ok;
+    check.message = "maxmemory-policy " + *policy + note
+                    + ", but maxmemory is 0 (no limit), so nothing is "
+                      "evicted; were maxmemory set, this policy could evict "
+                      "lock keys: prefer noeviction";
+  } else if (!maxmemory) {
+    check.status = CheckStatus::warn;
+    check.message = "maxmemory-policy " + *policy + note
+                    + " (maxmemory unknown): once memory runs out Redis may "
+                      "evict lock keys; set maxmemory-policy noeviction";
+  } else {
+    check.status = CheckStatus::warn;
+    check.message = eviction_warning(*policy, *maxmemory) + note;
+  }
+  return check;
+}
+
+// "12s ago, 3 changes since", from INFO persistence, or "".
+std::string
+last_save(const ServerFacts& facts) {
+  const auto saved = to_integer(find(facts.info, "rdb_last_save_time"));
+  const auto changes =
+      to_integer(find(facts.info, "rdb_changes_since_last_save"));
+  std::string text;
+  if (saved && facts.server_time_ms) {
+    const auto age_s =
+        std::max<long long>(*facts.server_time_ms / 1000 - *saved, 0);
+    text = "last save " + format_duration(std::chrono::seconds(age_s)) + " ago";
+  }
+  if (changes) {
+    text += (text.empty() ? "" : ", ") + std::to_string(*changes)
+            + " changes since";
+  }
+  return text;
+}
+
+CheckResult
+check_aof(const ServerFacts& facts, const std::string& appendonly) {
+  auto check = named("persistence");
+  const auto* fsync = find(facts.config, "appendfsync");
+  const std::string survive = "held locks and fence counters survive a "
+                              "restart of Redis";
+  const std::string expired =
+      "; a lock whose lease ran out while Redis was down is gone "
+      "when it is back";
+  check.status = CheckStatus::ok;
+  if (fsync == nullptr) {
+    check.message = appendonly + ", appendfsync unknown: " + survive
+                    + "; how much a crash of the machine loses depends on "
+                      "appendfsync"
+                    + expired;
+  } else if (*fsync == "always") {
+    check.message = appendonly + ", appendfsync always: " + survive
+                    + ", even a crash of the machine" + expired;
+  } else if (*fsync == "no") {
+    check.status = CheckStatus::warn;
+    check.message = appendonly + ", appendfsync no: " + survive
+                    + ", but a crash of the machine loses what the OS had not "
+                      "written yet (often 30s): locks taken then vanish and "
+                      "fence counters go back; use appendfsync everysec";
+  } else {
+    check.message = appendonly + ", appendfsync " + *fsync + ": " + survive
+                    + " (a crash of the machine can lose the last second)"
+                    + expired;
+  }
+  return check;
+}
+
+CheckResult
+check_persistence(const ServerFacts& facts) {
+  const auto* appendonly = find(facts.config, "appendonly");
+  const auto* aof_enabled = find(facts.info, "aof_enabled");
+  std::optional<bool> aof;
+  std::string said;
+  if (appendonly != nullptr) {
+    aof = *appendonly == "yes";
+    said = "appendonly " + *appendonly;
+  } else if (aof_enabled != nullptr) {
+    aof = *aof_enabled != "0";
+    said = std::string("appendonly ") + (*aof ? "yes" : "no")
+           + std::string(k_from_info);
+  }
+  const auto* save = find(facts.config, "save");
+  auto check = named("persistence");
+  if (aof == true) {
+    check = check_aof(facts, said);
+  } else if (!aof) {
+    check.message = "persistence unknown: " + why_unknown(facts)
+                    + "; without appendonly yes a restart loses locks";
+  } else if (save != nullptr && save->empty()) {
+    check.status = CheckStatus::warn;
+    check.message = said
+                    + ", save \"\": no persistence: a restart empties Redis, "
+                      "every held lock vanishes and fence counters start "
+                      "again at 1, so a second holder can start while the "
+                      "first still runs; use appendonly yes";
+  } else if (save != nullptr) {
+    const auto when = last_save(facts);
+    check.status = CheckStatus::warn;
+    check.message = said + ", save \"" + *save
+                    + "\": RDB snapshots only: a restart goes back to the "
+                      "last snapshot"
+                    + (when.empty() ? "" : " (" + when + ")")
+                    + ": locks taken since vanish, renewed ones return with "
+                      "their old expiry (dropped if past) and fence counters "
+                      "go back; use appendonly yes";
+  } else {
+    const auto when = last_save(facts);
+    check.status = CheckStatus::warn;
+    check.message = said
+                    + ", save unknown: a restart loses every lock taken since "
+                      "the last snapshot"
+                    + (when.empty() ? "" : " (" + when + ")")
+                    + ", or all of them without snapshots, and fence counters "
+                      "go back; use appendonly yes";
+  }
+  check.values = {
+      {"appendonly", aof ? Json(*aof ? "yes" : "no") : Json(nullptr)},
+      {"appendfsync", json_or_null(find(facts.config, "appendfsync"))},
+      {"save", json_or_null(save)},
+      {"rdb_last_save_time",
+       json_or_null(to_integer(find(facts.info, "rdb_last_save_time")))},
+      {"rdb_changes_since_last_save",
+       json_or_null(
+           to_integer(find(facts.info, "rdb_changes_since_last_save")))},
+      {"source",
+       appendonly != nullptr ? Json("CONFIG GET")
+       : aof                 ? Json("INFO")
+                             : Json(nullptr)}};
+  return check;
+}
+
+CheckResult
+check_replication(const ServerFacts& facts) {
+  auto check = named("replication");
+  const auto* role = find(facts.info, "role");
+  const auto replicas = to_integer(find(facts.info, "connected_slaves"));
+  const auto* master_host = find(facts.info, "master_host");
+  const auto* master_port = find(facts.info, "master_port");
+  const auto* link = find(facts.info, "master_link_status");
+  check.values = {{"role", json_or_null(role)},
+                  {"connected_replicas", json_or_null(replicas)},
+                  {"master_host", json_or_null(master_host)},
+                  {"master_port", json_or_null(to_integer(master_port))},
+                  {"master_link_status", json_or_null(link)}};
+  if (role == nullptr || (*role == "master" && !replicas)) {
+    check.message = "role unknown: " + why_unknown(facts, false);
+  } else if (*role == "master" && *replicas == 0) {
+    check.status = CheckStatus::ok;
+    check.message = "master with no replicas: no failover can hand a held "
+                    "lock to a second holder (a restart can: see persistence)";
+  } else if (*role == "master") {
+    check.status = CheckStatus::warn;
+    check.message =
+        "master with " + std::to_string(*replicas)
+        + (*replicas == 1 ? " replica" : " replicas")
+        + ": replication is asynchronous and rlock does not use WAIT, so a "
+          "failover can promote a replica that lacks a lock taken just "
+          "before it, and a second holder can take it; pass RLOCK_FENCE to "
+          "what the lock protects";
+  } else if (*role == "slave" || *role == "replica") {
+    check.status = CheckStatus::fail;
+    check.message =
+        "replica"
+        + (master_host != nullptr
+               ? " of " + *master_host
+                     + (master_port != nullptr ? ":" + *master_port : "")
+               : std::string())
+        + (link != nullptr ? " (link " + *link + ")" : "")
+        + ": a replica refuses lock writes (READONLY); point --url at the "
+          "master";
+  } else {
+    check.status = CheckStatus::fail;
+    check.message = "role " + quote(*role)
+                    + ": not a server that holds locks; point --url at the "
+                      "master";
+  }
+  return check;
+}
+
+Duration
+median(std::vector<Duration> values) {
+  std::sort(values.begin(), values.end());
+  const auto middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle]
+                                : (values[middle - 1] + values[middle]) / 2;
+}
+
+CheckResult
+check_latency(const ServerFacts& facts, const lock::LeaseTiming& timing) {
+  auto check = named("latency");
+  const auto& trips = facts.round_trips;
+  check.values = {{"pings", trips.size()},
+                  {"rtt_median_ms", nullptr},
+                  {"rtt_max_ms", nullptr},
+                  {"ttl_ms", ms_json(timing.ttl)},
+                  {"margin_ms", ms_json(timing.margin)}};
+  if (trips.empty()) {
+    check.message = "round trip unknown: no PING was answered";
+    return check;
+  }
+  const auto max = *std::max_element(trips.begin(), trips.end());
+  const auto mid = median(trips);
+  check.values["rtt_median_ms"] = ms_json(mid);
+  check.values["rtt_max_ms"] = ms_json(max);
+  const std::string measured = "round trip median " + format_ms(mid) + ", max "
+                               + format_ms(max) + " over "
+                               + std::to_string(trips.size()) + " PINGs";
+  const std::string margin = "the " + format_ms(timing.margin) + " margin of a "
+                             + format_seconds(timing.ttl)
+                             + " TTL (TTL/100 + 5ms";
+  if (max >= timing.renew_interval) {
+    check.status = CheckStatus::fail;
+    check.message = measured + ": a third of the " + format_seconds(timing.ttl)
+                    + " TTL or more, so renewals, due every TTL/3, cannot get "
+                      "through in time; use a much longer --ttl or a closer "
+                      "server";
+  } else if (max > timing.margin) {
+    check.status = CheckStatus::warn;
+    check.message = measured + ": more than " + margin
+                    + ", by which rlock stops a command before its lease "
+                      "could end): still safe, as a lease counts from when "
+                      "it was asked for, but each renewal spends a round trip "
+                      "of the lease, and slow ones can end in a lost lock "
+                      "(exit 70); use a longer --ttl or a closer server";
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = measured + ": within " + margin + ")";
+  }
+  return check;
+}
+
+CheckResult
+check_clock(const ServerFacts& facts) {
+  auto check = named("clock");
+  check.values = {{"offset_ms", json_or_null(facts.clock_offset_ms)},
+                  {"uncertainty_ms",
+                   facts.clock_offset_ms ? ms_json(facts.clock_uncertainty)
+                                         : Json(nullptr)}};
+  if (!facts.clock_offset_ms) {
+    check.message =
+        "clock offset unknown: TIME refused (" + facts.time_error + ")";
+    return check;
+  }
+  const auto offset = *facts.clock_offset_ms;
+  const auto size =
+      format_duration(std::chrono::milliseconds(std::llabs(offset)));
+  if (std::llabs(offset) <= k_max_clock_offset_ms) {
+    check.status = CheckStatus::ok;
+    check.message = "the server's clock is within " + size
+                    + " of this host's: leases use neither wall clock, "
+                      "--once-per slots the server's";
+    return check;
+  }
+  check.status = CheckStatus::warn;
+  check.message =
+      "the server's clock is " + size + (offset > 0 ? " ahead of" : " behind")
+      + " this host's: leases are safe (they run on the server's expiry and "
+        "this host's CLOCK_BOOTTIME), but --once-per slots begin by the "
+        "server's clock, so a cron line firing at a slot's edge can land in "
+        "the slot before and be skipped as done; --events' time (this host) "
+        "and status's acquired_at (the server) disagree by as much";
+  return check;
+}
+
+int
+rank(CheckStatus status) {
+  switch (status) {
+  case CheckStatus::ok:
+    return 0;
+  case CheckStatus::unknown:
+    return 1;
+  case CheckStatus::warn:
+    return 2;
+  case CheckStatus::fail:
+    return 3;
+  }
+  return 3;
+}
+
+} // namespace
+
+Fields
+parse_info(std::string_view text) {
+  Fields fields;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    auto line = text.substr(0, end);
+    text = end == std::string_view::npos ? "" : text.substr(end + 1);
+    if (line.ends_with('\r')) {
+      line.remove_suffix(1);
+    }
+    const auto colon = line.find(':');
+    if (line.empty() || line[0] == '#' || colon == std::string_view::npos) {
+      continue;
+    }
+    fields.insert_or_assign(std::string(line.substr(0, colon)),
+                            std::string(line.substr(colon + 1)));
+  }
+  return fields;
+}
+
+std::optional<std::vector<int>>
+parse_version(std::string_view text) {
+  std::vector<int> numbers;
+  const char* position = text.data();
+  const char* end = text.data() + text.size();
+  while (numbers.size() < 3) {
+    int number = 0;
+    const auto [next, ec] = std::from_chars(position, end, number);
+    if (ec != std::errc()) {
+      break;
+    }
+    numbers.push_back(number);
+    if (next == end || *next != '.') {
+      break;
+    }
+    position = next + 1;
+  }
+  if (numbers.empty()) {
+    return std::nullopt;
+  }
+  numbers.resize(3, 0);
+  return numbers;
+}
+
+std::vector<CheckResult>
+diagnose(const ServerFacts& facts, const lock::LeaseTiming& timing) {
+  return {check_version(facts),
+          check_eviction(facts),
+          check_persistence(facts),
+          check_replication(facts),
+          check_latency(facts, timing),
+          check_clock(facts)};
+}
+
+std::string_view
+status_name(CheckStatus status) {
+  switch (status) {
+  case CheckStatus::ok:
+    return "ok";
+  case CheckStatus::warn:
+    return "warn";
+  case CheckStatus::fail:
+    return "fail";
+  case CheckStatus::unknown:
+    return "unknown";
+  }
+  return "unknown";
+}
+
+std::string
+format_doctor_text(const std::vector<CheckResult>& checks) {
+  std::string text;
+  for (const auto& check : checks) {
+    std::string status(status_name(check.status));
+    status.resize(std::max(status.size() + 1, k_status_width), ' ');
+    std::string name = check.name;
+    name.resize(std::max(name.size() + 2, k_name_width), ' ');
+    // Server replies may hold anything; one check stays one line.
+    text += status + name + printable(check.message) + "\n";
+  }
+  return text;
+}
+
+std::string
+format_doctor_json(const std::string& address,
+                   const std::vector<CheckResult>& checks) {
+  auto worst = CheckStatus::ok;
+  auto entries = Json::object();
+  for (const auto& check : checks) {
+    if (rank(check.status) > rank(worst)) {
+      worst = check.status;
+    }
+    entries[check.name] = {{"status", status_name(check.status)},
+                           {"message", check.message},
+                           {"values", check.values}};
+  }
+  const Json document{
+      {"server", address}, {"status", status_name(worst)}, {"checks", entries}};
+  return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+int
+doctor_exit_code(const std::vector<CheckResult>& checks) {
+  const bool all_ok =
+      std::all_of(checks.begin(), checks.end(), [](const auto& check) {
+        return check.status == CheckStatus::ok;
+      });
+  return all_ok ? exit_code::k_success : exit_code::k_failure;
+}
+
+} // namespace rlock::cli

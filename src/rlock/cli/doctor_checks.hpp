@@ -1,0 +1,83 @@
+#pragma once
+
+#include <rlock/lock/timing.hpp>
+#include <rlock/util/duration.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// rlock doctor's verdicts: pure functions from what the server said to one
+// line per check. Gathering the facts is doctor.cpp's job.
+namespace rlock::cli {
+
+using Fields = std::map<std::string, std::string, std::less<>>;
+
+// What rlock doctor learned from the server. A value is missing when the
+// command that reads it was refused; the *_error fields say why.
+struct ServerFacts {
+  std::string address;      // for messages: "127.0.0.1:6379"
+  Fields config;            // CONFIG GET parameter -> value
+  std::string config_error; // why CONFIG GET failed; empty when it worked
+  Fields info;              // INFO fields of every section read
+  std::string info_error;   // why an INFO section was refused
+  std::string version;      // redis_version (INFO, else HELLO); "" unknown
+  std::string script_error; // why EVAL of a test script failed; "" it ran
+  std::vector<Duration> round_trips;           // one per PING
+  std::optional<std::int64_t> server_time_ms;  // TIME, ms since the epoch
+  std::optional<std::int64_t> clock_offset_ms; // server's TIME - local clock
+  Duration clock_uncertainty{};                // half TIME's round trip
+  std::string time_error;                      // why TIME failed
+};
+
+enum class CheckStatus { ok, warn, fail, unknown };
+
+// One check's verdict; `values` holds the raw values it was judged on.
+struct CheckResult {
+  std::string name;
+  CheckStatus status = CheckStatus::unknown;
+  std::string message;
+  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+};
+
+// The oldest Redis that runs rlock's scripts: acquire.lua sets several hash
+// fields in one HSET (4.0), after TIME, which needs redis.replicate_commands
+// (3.2); EVALSHA, PEXPIRE and PTTL date from 2.6.
+inline constexpr std::string_view k_min_redis_version = "4.0.0";
+
+// A server clock further than this from the local one is reported.
+inline constexpr std::int64_t k_max_clock_offset_ms = 1000;
+
+// Returns the "field:value" lines of an INFO reply; "# Section" lines and
+// lines without a colon are skipped.
+Fields parse_info(std::string_view text);
+
+// Returns the numbers of a version such as "7.0.15" or "6.2.6-rc1" ({7, 0,
+// 15}), or nothing when it does not start with a number.
+std::optional<std::vector<int>> parse_version(std::string_view text);
+
+// Returns the checks, in the order they are printed: version, eviction,
+// persistence, replication, latency (against `timing`) and clock.
+std::vector<CheckResult> diagnose(const ServerFacts& facts,
+                                  const lock::LeaseTiming& timing);
+
+// Returns "ok", "warn", "fail" or "unknown".
+std::string_view status_name(CheckStatus status);
+
+// Returns one aligned line per check: "warn    persistence  appendonly no...".
+std::string format_doctor_text(const std::vector<CheckResult>& checks);
+
+// Returns {"server", "status", "checks": {NAME: {"status", "message",
+// "values"}}} as JSON with a trailing newline; "status" is the worst check's.
+std::string format_doctor_json(const std::string& address,
+                               const std::vector<CheckResult>& checks);
+
+// Returns 0 when every check is ok, else 1.
+int doctor_exit_code(const std::vector<CheckResult>& checks);
+
+} // namespace rlock::cli

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <rlock/redis/reply.hpp>
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisReader;
+
+namespace rlock::redis {
+
+// Turns the bytes a server sent into replies (RESP2, through hiredis's
+// parser, which is the same in hiredis 0.14 and 1.x).
+class ReplyReader {
+public:
+  ReplyReader();
+  ~ReplyReader();
+  ReplyReader(ReplyReader&&) noexcept;
+  ReplyReader& operator=(ReplyReader&&) noexcept;
+
+  // Appends bytes as they arrived.
+  void feed(std::string_view bytes);
+
+  // Returns the next complete reply; nothing until one has fully arrived.
+  // Throws ProtocolError when the bytes are not the Redis protocol.
+  std::optional<Reply> next();
+
+private:
+  struct ReaderDeleter {
+    void operator()(redisReader* reader) const;
+  };
+  std::unique_ptr<redisReader, ReaderDeleter> m_reader;
+};
+
+// The bytes from the server are not the Redis protocol; what() says why.
+class ProtocolError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Returns `args` as one RESP command (an array of bulk strings).
+std::string format_command(const std::vector<std::string>& args);
+
+} // namespace rlock::redis

@@ -1,0 +1,414 @@
+#include <rlock/cli/doctor_checks.hpp>
+#include <rlock/cli/parser.hpp>
+#include <rlock/util/error.hpp>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+using namespace std::chrono_literals;
+using namespace rlock;
+using namespace rlock::cli;
+
+namespace {
+
+// A healthy server as CONFIG GET and INFO describe it.
+ServerFacts
+healthy() {
+  ServerFacts facts;
+  facts.address = "127.0.0.1:6379";
+  facts.config = {{"maxmemory-policy", "noeviction"},
+                  {"maxmemory", "0"},
+                  {"appendonly", "yes"},
+                  {"appendfsync", "everysec"},
+                  {"save", ""}};
+  facts.info = {{"redis_version", "7.0.15"},
+                {"maxmemory_policy", "noeviction"},
+                {"maxmemory", "0"},
+                {"aof_enabled", "1"},
+                {"rdb_last_save_time", "1700000000"},
+                {"rdb_changes_since_last_save", "3"},
+                {"role", "master"},
+                {"connected_slaves", "0"}};
+  facts.version = "7.0.15";
+  facts.round_trips = {200us, 100us, 300us, 150us, 250us};
+  facts.server_time_ms = 1'700'000'012'000;
+  facts.clock_offset_ms = 3;
+  facts.clock_uncertainty = 50us;
+  return facts;
+}
+
+lock::LeaseTiming
+timing(Duration ttl = 30s) {
+  return lock::make_timing(ttl, std::nullopt).value();
+}
+
+CheckResult
+check(const ServerFacts& facts,
+      const std::string& name,
+      const lock::LeaseTiming& lease = timing()) {
+  for (auto& result : diagnose(facts, lease)) {
+    if (result.name == name) {
+      return result;
+    }
+  }
+  FAIL("no check named " << name);
+  return {};
+}
+
+// The facts of a server whose CONFIG GET is refused (INFO still answers).
+ServerFacts
+without_config(ServerFacts facts) {
+  facts.config.clear();
+  facts.config_error = "NOPERM this user has no permissions to run the "
+                       "'config|get' command";
+  return facts;
+}
+
+ServerFacts
+without_config_or_info(ServerFacts facts) {
+  facts = without_config(facts);
+  facts.info.clear();
+  facts.info_error = "NOPERM no 'info'";
+  return facts;
+}
+
+std::vector<std::string>
+lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+ParsedCommand
+parse(std::vector<std::string> args) {
+  return parse_command_line(args, Environment{});
+}
+
+} // namespace
+
+TEST_CASE("parse_info") {
+  const auto fields =
+      parse_info("# Server\r\nredis_version:7.0.15\r\nexecutable:/usr/bin/r"
+                 "\r\nconfig_file:\r\n\r\n# Replication\r\nrole:slave\r\n"
+                 "master_host:::1\r\nno colon here\r\n");
+  CHECK(fields.at("redis_version") == "7.0.15");
+  CHECK(fields.at("executable") == "/usr/bin/r");
+  CHECK(fields.at("config_file").empty());
+  CHECK(fields.at("role") == "slave");
+  CHECK(fields.at("master_host") == "::1");
+  CHECK(fields.size() == 5);
+  CHECK(parse_info("").empty());
+  CHECK(parse_info("a:1\nb:2").at("b") == "2");
+}
+
+TEST_CASE("parse_version") {
+  CHECK(parse_version("7.0.15") == std::vector<int>{7, 0, 15});
+  CHECK(parse_version("6.2.6-rc1") == std::vector<int>{6, 2, 6});
+  CHECK(parse_version("4") == std::vector<int>{4, 0, 0});
+  CHECK(parse_version("3.2") == std::vector<int>{3, 2, 0});
+  CHECK_FALSE(parse_version(""));
+  CHECK_FALSE(parse_version("v7"));
+}
+
+TEST_CASE("diagnose: a healthy server passes every check, in order") {
+  const auto checks = diagnose(healthy(), timing());
+  std::vector<std::string> names;
+  for (const auto& result : checks) {
+    names.push_back(result.name);
+    INFO(result.name << ": " << result.message);
+    CHECK(result.status == CheckStatus::ok);
+  }
+  CHECK(names
+        == std::vector<std::string>{"version",
+                                    "eviction",
+                                    "persistence",
+                                    "replication",
+                                    "latency",
+                                    "clock"});
+  CHECK(doctor_exit_code(checks) == 0);
+}
+
+TEST_CASE("diagnose: version") {
+  auto facts = healthy();
+  CHECK(check(facts, "version").message.find("Redis 7.0.15 at 127.0.0.1:6379")
+        == 0);
+  facts.version = "4.0.0";
+  CHECK(check(facts, "version").status == CheckStatus::ok);
+  facts.version = "3.2.12";
+  const auto old = check(facts, "version");
+  CHECK(old.status == CheckStatus::fail);
+  CHECK_THAT(old.message, Catch::Contains("too old"));
+  CHECK_THAT(old.message, Catch::Contains("4.0 or later"));
+  CHECK(old.values["redis_version"] == "3.2.12");
+  CHECK(old.values["minimum"] == "4.0.0");
+  facts.version = "7.0.15";
+  facts.script_error = "NOPERM no 'eval'";
+  const auto refused = check(facts, "version");
+  CHECK(refused.status == CheckStatus::fail);
+  CHECK_THAT(refused.message, Catch::Contains("EVAL: NOPERM no 'eval'"));
+  CHECK(refused.values["scripts_run"] == false);
+  facts.script_error.clear();
+  facts.version.clear();
+  const auto unknown = check(facts, "version");
+  CHECK(unknown.status == CheckStatus::unknown);
+  CHECK(unknown.values["redis_version"].is_null());
+}
+
+TEST_CASE("diagnose: eviction") {
+  auto facts = healthy();
+  CHECK_THAT(check(facts, "eviction").message,
+             Catch::StartsWith("maxmemory-policy noeviction: "));
+  facts.config["maxmemory"] = "104857600";
+  facts.config["maxmemory-policy"] = "volatile-lru";
+  auto result = check(facts, "eviction");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("maxmemory-policy volatile-lru with maxmemory "
+                               "100mb: "));
+  CHECK_THAT(result.message, Catch::Contains("every lock key has one"));
+  CHECK(result.values["maxmemory"] == 104857600);
+  CHECK(result.values["source"] == "CONFIG GET");
+  facts.config["maxmemory-policy"] = "allkeys-lfu";
+  result = check(facts, "eviction");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message, Catch::Contains("any key"));
+  // No limit, no eviction: fine today, said plainly.
+  facts.config["maxmemory"] = "0";
+  result = check(facts, "eviction");
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message, Catch::Contains("maxmemory is 0"));
+  CHECK_THAT(result.message, Catch::Contains("prefer noeviction"));
+  facts.config["maxmemory"] = "1000";
+  CHECK_THAT(check(facts, "eviction").message,
+             Catch::Contains("maxmemory 1000 bytes"));
+}
+
+TEST_CASE("diagnose: eviction falls back to INFO, then says unknown") {
+  auto facts = without_config(healthy());
+  facts.info["maxmemory_policy"] = "volatile-ttl";
+  facts.info["maxmemory"] = "1073741824";
+  auto result = check(facts, "eviction");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::Contains("volatile-ttl with maxmemory 1gb"));
+  CHECK_THAT(result.message, Catch::Contains("(from INFO"));
+  CHECK(result.values["source"] == "INFO");
+  result = check(without_config_or_info(healthy()), "eviction");
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK_THAT(result.message, Catch::Contains("CONFIG GET refused (NOPERM"));
+  CHECK_THAT(result.message,
+             Catch::Contains("INFO refused (NOPERM no 'info')"));
+  CHECK(result.values["maxmemory_policy"].is_null());
+  CHECK(result.values["source"].is_null());
+}
+
+TEST_CASE("diagnose: persistence") {
+  auto facts = healthy();
+  CHECK_THAT(check(facts, "persistence").message,
+             Catch::StartsWith("appendonly yes, appendfsync everysec: "));
+  facts.config["appendfsync"] = "always";
+  CHECK(check(facts, "persistence").status == CheckStatus::ok);
+  facts.config["appendfsync"] = "no";
+  CHECK(check(facts, "persistence").status == CheckStatus::warn);
+  facts.config["appendonly"] = "no";
+  auto result = check(facts, "persistence");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message, Catch::StartsWith("appendonly no, save \"\": "));
+  CHECK_THAT(result.message, Catch::Contains("a restart empties Redis"));
+  CHECK(result.values["save"] == "");
+  facts.config["save"] = "3600 1";
+  result = check(facts, "persistence");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message, Catch::Contains("RDB snapshots only"));
+  CHECK_THAT(result.message,
+             Catch::Contains("(last save 12.0s ago, 3 changes since)"));
+  CHECK(result.values["rdb_changes_since_last_save"] == 3);
+}
+
+TEST_CASE("diagnose: persistence falls back to INFO, then says unknown") {
+  auto facts = without_config(healthy());
+  auto result = check(facts, "persistence");
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message, Catch::Contains("appendfsync unknown"));
+  CHECK(result.values["appendonly"] == "yes");
+  CHECK(result.values["appendfsync"].is_null());
+  CHECK(result.values["source"] == "INFO");
+  facts.info["aof_enabled"] = "0";
+  result = check(facts, "persistence");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message, Catch::Contains("save unknown"));
+  result = check(without_config_or_info(healthy()), "persistence");
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK(result.values["appendonly"].is_null());
+}
+
+TEST_CASE("diagnose: replication") {
+  auto facts = healthy();
+  facts.info["connected_slaves"] = "2";
+  auto result = check(facts, "replication");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message, Catch::StartsWith("master with 2 replicas: "));
+  CHECK_THAT(result.message, Catch::Contains("WAIT"));
+  CHECK(result.values["connected_replicas"] == 2);
+  facts.info = {{"role", "slave"},
+                {"master_host", "10.0.0.1"},
+                {"master_port", "6380"},
+                {"master_link_status", "up"}};
+  result = check(facts, "replication");
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("replica of 10.0.0.1:6380 (link up): "));
+  CHECK_THAT(result.message, Catch::Contains("READONLY"));
+  CHECK(result.values["master_port"] == 6380);
+  facts.info = {{"role", "sentinel"}};
+  CHECK(check(facts, "replication").status == CheckStatus::fail);
+  result = check(without_config_or_info(healthy()), "replication");
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK(result.values["role"].is_null());
+}
+
+TEST_CASE("diagnose: latency against the TTL's margin") {
+  auto facts = healthy();
+  auto result = check(facts, "latency");
+  CHECK_THAT(result.message,
+             Catch::StartsWith("round trip median 0.20ms, max 0.30ms over 5 "
+                               "PINGs: within the 305ms margin of a 30s TTL"));
+  CHECK(result.values["rtt_median_ms"] == 0.2);
+  CHECK(result.values["rtt_max_ms"] == 0.3);
+  CHECK(result.values["ttl_ms"] == 30000);
+  CHECK(result.values["margin_ms"] == 305);
+  // The margin itself is still ok; a microsecond more is not.
+  facts.round_trips = {1ms, 305ms};
+  result = check(facts, "latency");
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.values["rtt_median_ms"] == 153);
+  facts.round_trips = {1ms, 305001us};
+  result = check(facts, "latency");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message, Catch::Contains("more than the 305ms margin"));
+  CHECK_THAT(result.message, Catch::Contains("--ttl"));
+  // A shorter --ttl has a smaller margin: 1s -> 15ms.
+  facts.round_trips = {20ms};
+  CHECK(check(facts, "latency", timing(1s)).status == CheckStatus::warn);
+  CHECK(check(facts, "latency", timing(5s)).status == CheckStatus::ok);
+  // A round trip of TTL/3 leaves no time to renew.
+  facts.round_trips = {10s};
+  result = check(facts, "latency");
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message, Catch::Contains("TTL/3"));
+  facts.round_trips.clear();
+  CHECK(check(facts, "latency").status == CheckStatus::unknown);
+}
+
+TEST_CASE("diagnose: clock offset") {
+  auto facts = healthy();
+  facts.clock_offset_ms = 1000;
+  CHECK(check(facts, "clock").status == CheckStatus::ok);
+  facts.clock_offset_ms = 1001;
+  auto result = check(facts, "clock");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("the server's clock is 1.0s "
+                               "ahead of this host's"));
+  CHECK_THAT(result.message, Catch::Contains("--once-per"));
+  CHECK(result.values["offset_ms"] == 1001);
+  facts.clock_offset_ms = -2500;
+  result = check(facts, "clock");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message, Catch::Contains("2.5s behind"));
+  facts.clock_offset_ms.reset();
+  facts.time_error = "NOPERM no 'time'";
+  result = check(facts, "clock");
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK_THAT(result.message, Catch::Contains("NOPERM no 'time'"));
+  CHECK(result.values["offset_ms"].is_null());
+}
+
+TEST_CASE("format_doctor_text: one aligned line per check") {
+  auto facts = healthy();
+  facts.config["appendonly"] = "no";
+  facts.info_error = "bad\nline";
+  facts.info.clear();
+  facts.config_error = "x";
+  facts.config.erase("maxmemory-policy");
+  const auto lines = lines_of(format_doctor_text(diagnose(facts, timing())));
+  REQUIRE(lines.size() == 6);
+  CHECK_THAT(lines[0], Catch::StartsWith("ok      version      Redis 7.0.15"));
+  CHECK_THAT(lines[1], Catch::StartsWith("unknown eviction     "));
+  CHECK_THAT(lines[1], Catch::Contains("bad\\nline"));
+  CHECK_THAT(lines[2], Catch::StartsWith("warn    persistence  appendonly no"));
+  CHECK_THAT(lines[3], Catch::StartsWith("unknown replication  role unknown"));
+  CHECK_THAT(lines[4], Catch::StartsWith("ok      latency      round trip"));
+  CHECK_THAT(lines[5], Catch::StartsWith("ok      clock        the server's"));
+}
+
+TEST_CASE("format_doctor_json: server, worst status, one entry per check") {
+  auto facts = healthy();
+  auto document = nlohmann::json::parse(
+      format_doctor_json(facts.address, diagnose(facts, timing())));
+  CHECK(document["server"] == "127.0.0.1:6379");
+  CHECK(document["status"] == "ok");
+  REQUIRE(document["checks"].size() == 6);
+  for (const auto& [name, entry] : document["checks"].items()) {
+    INFO(name);
+    CHECK(entry.size() == 3);
+    CHECK(entry["status"] == "ok");
+    CHECK(entry["message"].is_string());
+    CHECK(entry["values"].is_object());
+  }
+  CHECK(document["checks"]["eviction"]["values"]["maxmemory_policy"]
+        == "noeviction");
+  facts.info["connected_slaves"] = "1";
+  document = nlohmann::json::parse(
+      format_doctor_json(facts.address, diagnose(facts, timing())));
+  CHECK(document["status"] == "warn");
+  facts.info["role"] = "slave";
+  facts.clock_offset_ms.reset();
+  const auto checks = diagnose(facts, timing());
+  document = nlohmann::json::parse(format_doctor_json(facts.address, checks));
+  CHECK(document["status"] == "fail");
+  CHECK(document["checks"]["clock"]["status"] == "unknown");
+  CHECK(doctor_exit_code(checks) == 1);
+}
+
+TEST_CASE("doctor_exit_code: 0 only when every check is ok") {
+  auto checks = diagnose(healthy(), timing());
+  CHECK(doctor_exit_code(checks) == 0);
+  for (auto status :
+       {CheckStatus::warn, CheckStatus::fail, CheckStatus::unknown}) {
+    auto changed = checks;
+    changed.back().status = status;
+    CHECK(doctor_exit_code(changed) == 1);
+  }
+}
+
+TEST_CASE("parse_command_line: doctor") {
+  auto command = parse({"doctor"});
+  REQUIRE(std::holds_alternative<DoctorOptions>(command));
+  CHECK(std::get<DoctorOptions>(command).timing.ttl == 30s);
+  CHECK(std::get<DoctorOptions>(command).timing.margin == 305ms);
+  CHECK_FALSE(std::get<DoctorOptions>(command).json);
+  command = parse({"--url", "redis://h:1", "doctor", "--json", "-t", "5s"});
+  REQUIRE(std::holds_alternative<DoctorOptions>(command));
+  const auto& options = std::get<DoctorOptions>(command);
+  CHECK(options.json);
+  CHECK(options.timing.ttl == 5s);
+  CHECK(options.server.endpoint.port == 1);
+  CHECK(std::holds_alternative<InfoRequest>(parse({"doctor", "--help"})));
+  // A lock named doctor needs --, as for any subcommand.
+  CHECK(std::holds_alternative<RunOptions>(parse({"--", "doctor", "true"})));
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"doctor", "extra"},
+                                             {"doctor", "--ttl", "50ms"},
+                                             {"doctor", "--ttl", "0"},
+                                             {"doctor", "--wide"},
+                                             {"-n", "doctor"}}) {
+    INFO(args.back());
+    CHECK_THROWS_AS(parse(args), Error);
+  }
+}
