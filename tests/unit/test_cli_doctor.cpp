@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "lines.hpp"
 #include <sstream>
 
 using namespace std::chrono_literals;
@@ -72,16 +73,6 @@ without_config_or_info(ServerFacts facts) {
   facts.info.clear();
   facts.info_error = "NOPERM no 'info'";
   return facts;
-}
-
-std::vector<std::string>
-lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 ParsedCommand

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "lines.hpp"
 #include <sstream>
 
 using namespace rlock;
@@ -30,16 +31,6 @@ sample() {
   free.key = "rlock:{backup}";
   snapshot.locks = {held, free};
   return snapshot;
-}
-
-std::vector<std::string>
-lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 } // namespace
