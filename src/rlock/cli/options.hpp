@@ -84,10 +84,10 @@ using ParsedCommand = std::
 
 // The environment variables that supply defaults.
 struct Environment {
-  std::optional<std::string> rlock_url;    // $RLOCK_URL
-  std::optional<std::string> redis_url;    // $REDIS_URL
-  std::optional<std::string> rlock_prefix; // $RLOCK_PREFIX
-  std::optional<std::string> rlock_token;  // $RLOCK_TOKEN
+  std::optional<std::string> rlock_url;      // $RLOCK_URL
+  std::optional<std::string> redis_url;      // $REDIS_URL
+  std::optional<std::string> rlock_prefix;   // $RLOCK_PREFIX
+  std::optional<std::string> rlock_token;    // $RLOCK_TOKEN
   std::optional<std::string> rlock_password; // $RLOCK_PASSWORD
   std::optional<std::string> rediscli_auth;  // $REDISCLI_AUTH
 };

@@ -597,8 +597,8 @@ std::string
 version_text() {
   return "rlock " + std::string(k_version) + "\nhiredis "
          + std::to_string(HIREDIS_MAJOR) + "." + std::to_string(HIREDIS_MINOR)
-         + "." + std::to_string(HIREDIS_PATCH) + "\nTLS: "
-         + redis::tls_library_version() + "\n";
+         + "." + std::to_string(HIREDIS_PATCH)
+         + "\nTLS: " + redis::tls_library_version() + "\n";
 }
 
 // Before a subcommand only the options every command shares may stand; a

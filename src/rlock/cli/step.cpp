@@ -149,11 +149,11 @@ wait_until_free(const StepOptions& options,
                 const LockKeys& keys) {
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
-  const auto outcome =
-      lock::wait_until_free(connection,
-                            keys,
-                            lock::WaitOptions{false, options.wait, false},
-                            make_wait_hooks(options.server, signals, connection));
+  const auto outcome = lock::wait_until_free(
+      connection,
+      keys,
+      lock::WaitOptions{false, options.wait, false},
+      make_wait_hooks(options.server, signals, connection));
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

@@ -20,13 +20,16 @@ end
 local head, head_expiry = live_head()
 local held = redis.call('EXISTS', KEYS[1]) == 1
 if not held and (head == nil or head == token) then
-  leave_queue(token)
+  -- INCR first: Redis refuses a script over maxmemory (OOM) only at its
+  -- first write, and only if that write can grow memory; a ZREM first would
+  -- let the whole script through.
   local fence = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1],
     'token', token, 'fence', fence, 'ttl_ms', ARGV[2],
     'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
     'acquired_ms', string.format('%d', now_ms), 'renewals', 0)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  leave_queue(token)
   return {1, fence}
 end
 

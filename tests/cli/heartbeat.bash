@@ -1,0 +1,122 @@
+# shellcheck shell=bash
+#
+# Children's heartbeats and lease times, for the fault tests (faults.bats,
+# netfaults.bats). Load after helpers. A heartbeat child appends
+# $EPOCHREALTIME to a file every 50 ms; a lease's start is the `time` of the
+# last "acquired" or "renewed" --events record. The tests' setup creates
+# $GROUPS_FILE (process groups for teardown to kill).
+#
+# The child scripts are single-quoted on purpose.
+# shellcheck disable=SC2016
+
+# heartbeat_script FILE: a bash script that writes its PID to FILE.pid (it
+# is its process group: rlock makes the child a group leader), then appends
+# $EPOCHREALTIME to FILE every 50 ms until it is killed.
+heartbeat_script() {
+  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
+  printf 'while :; do echo "$EPOCHREALTIME" >>"%s"; sleep 0.05; done' "$1"
+}
+
+# beats_script FILE N: a script that appends $EPOCHREALTIME to FILE N times,
+# every 50 ms, then exits 0 (a second holder's child).
+beats_script() {
+  printf 'for i in $(seq %d); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.05; done' "$2" "$1"
+}
+
+# beating FILE: true once the heartbeat child of FILE is running.
+beating() {
+  file_has "$1.pid" && file_has "$1"
+}
+
+# child_group FILE: print the heartbeat child's process group and have
+# teardown SIGKILL what is left of it.
+child_group() {
+  local pgid
+  pgid=$(<"$1.pid")
+  echo "$pgid" >>"$GROUPS_FILE"
+  echo "$pgid"
+}
+
+# group_dead PGID: true when no process of process group PGID is alive (a
+# zombie is dead, even before whoever inherited it has reaped it).
+group_dead() {
+  local pid
+  for pid in $(pgrep -g "$1"); do
+    running "$pid" && return 1
+  done
+  return 0
+}
+
+# usec T: a $EPOCHREALTIME value as integer microseconds.
+usec() {
+  local digits=${1//[.,]/}
+  echo $((10#$digits))
+}
+
+# first_beat FILE / last_beat FILE: the first or last heartbeat in FILE, in
+# microseconds since the epoch.
+first_beat() {
+  usec "$(grep -E '^[0-9]+[.,][0-9]{6}$' "$1" | head -n 1)"
+}
+last_beat() {
+  usec "$(grep -E '^[0-9]+[.,][0-9]{6}$' "$1" | tail -n 1)"
+}
+
+# beats_after FILE T: number of heartbeats in FILE later than T (us).
+beats_after() {
+  local line n=0
+  while read -r line; do
+    [[ $line =~ ^[0-9]+[.,][0-9]{6}$ ]] || continue
+    (($(usec "$line") > $2)) && n=$((n + 1))
+  done <"$1"
+  echo "$n"
+}
+
+# event_count FILE EVENT: how many EVENT lines the --events FILE has.
+event_count() {
+  grep -c "\"event\":\"$2\"" "$1" 2>/dev/null || true
+}
+
+# has_event FILE EVENT: true when the --events FILE has an EVENT line.
+has_event() {
+  (($(event_count "$1" "$2") > 0))
+}
+
+# more_than N CMD [ARG...]: true when CMD prints a number larger than N.
+more_than() {
+  local n=$1
+  shift
+  (($("$@") > n))
+}
+
+# lease_start FILE: the `time` of the last "acquired" or "renewed" event in
+# the --events FILE, in microseconds since the epoch. The event is written
+# after the reply, so the server's expiry is never later than this + TTL.
+lease_start() {
+  local iso
+  iso=$(grep -E '"event":"(acquired|renewed)"' "$1" | tail -n 1 |
+    sed -E 's/.*"time":"([^"]+)".*/\1/')
+  [[ -n $iso ]] || {
+    echo "lease_start: no acquired/renewed event in $1" >&2
+    return 1
+  }
+  date -u -d "$iso" +%s%6N
+}
+
+# exits_with CODE PID: background child PID exits (within 10 s) with CODE.
+exits_with() {
+  local rc=0
+  reap "$2" 10 || rc=$?
+  if ((rc != $1)); then
+    echo "pid $2 exited with $rc, expected $1" >&2
+    return 1
+  fi
+}
+
+# before A B WHAT: A < B (both microseconds); otherwise say by how much not.
+before() {
+  if (($1 >= $2)); then
+    echo "$3: $1 is not before $2 (late by $((($1 - $2) / 1000)) ms)" >&2
+    return 1
+  fi
+}
