@@ -7,6 +7,7 @@
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -163,9 +164,19 @@ measure_clock(redis::Connection& connection, ServerFacts& facts) {
     facts.time_error = "unexpected reply";
     return;
   }
-  facts.server_time_ms = *seconds * 1000 + *micros / 1000;
-  facts.clock_offset_ms =
-      *facts.server_time_ms - (sent_ms + (received_ms - sent_ms) / 2);
+  std::int64_t server_ms = 0;
+  std::int64_t offset = 0;
+  // A broken server's numbers must not overflow (nor make llabs undefined).
+  if (__builtin_mul_overflow(*seconds, 1000, &server_ms)
+      || __builtin_add_overflow(server_ms, *micros / 1000, &server_ms)
+      || __builtin_sub_overflow(
+          server_ms, sent_ms + (received_ms - sent_ms) / 2, &offset)
+      || offset == std::numeric_limits<std::int64_t>::min()) {
+    facts.time_error = "unexpected reply";
+    return;
+  }
+  facts.server_time_ms = server_ms;
+  facts.clock_offset_ms = offset;
 }
 
 void

@@ -21,9 +21,8 @@ constexpr std::size_t k_holder_cut = 28;
 
 std::string
 ttl_text(const lock::LockState& state) {
-  return state.ttl_ms < 0
-             ? "none"
-             : format_duration(std::chrono::milliseconds(state.ttl_ms));
+  return state.ttl_ms < 0 ? "none"
+                          : format_duration(from_milliseconds(state.ttl_ms));
 }
 
 // One row; the QUEUE cell only when `with_queue`. COMMAND comes last.
@@ -33,8 +32,11 @@ row_of(const lock::LockState& state, std::int64_t now_ms, bool with_queue) {
   if (!state.held) {
     row.insert(row.end(), {"-", "-", "-", "-"});
   } else {
-    const auto held_for = std::chrono::milliseconds(
-        std::max<std::int64_t>(now_ms - state.acquired_ms, 0));
+    std::int64_t held_ms = 0;
+    if (__builtin_sub_overflow(now_ms, state.acquired_ms, &held_ms)) {
+      held_ms = 0; // a broken acquired_ms
+    }
+    const auto held_for = from_milliseconds(std::max<std::int64_t>(held_ms, 0));
     row.insert(row.end(),
                {printable(state.user + "@" + state.host + ":"
                           + std::to_string(state.pid)),

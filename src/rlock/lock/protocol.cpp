@@ -153,7 +153,7 @@ check(redis::Connection& connection,
   if (pttl == -2) {
     return std::nullopt;
   }
-  return pttl < 0 ? Duration::max() : Duration(std::chrono::milliseconds(pttl));
+  return pttl < 0 ? Duration::max() : from_milliseconds(pttl);
 }
 
 std::optional<BrokenLock>
@@ -208,10 +208,9 @@ current_slot(redis::Connection& connection,
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
     throw Error(exit_code::k_unavailable, what + ": unexpected reply");
   }
-  return Slot{
-      redis::integer_of(reply->element[0], what),
-      redis::integer_of(reply->element[1], what) == 1,
-      std::chrono::milliseconds(redis::integer_of(reply->element[2], what))};
+  return Slot{redis::integer_of(reply->element[0], what),
+              redis::integer_of(reply->element[1], what) == 1,
+              from_milliseconds(redis::integer_of(reply->element[2], what))};
 }
 
 void

@@ -55,7 +55,7 @@ read_hash(LockState& state,
   const std::string what = "cannot read lock " + state.key;
   if (listing && hash->type == REDIS_REPLY_ERROR) {
     log::warning("skipping " + quote(state.key) + ": not a lock ("
-                 + std::string(hash->str, hash->len) + ")");
+                 + printable(std::string(hash->str, hash->len)) + ")");
     state.held = false;
     return;
   }
@@ -82,8 +82,16 @@ server_time_ms(redis::Connection& connection) {
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
     throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
   }
-  return to_int(redis::string_of(reply->element[0], "TIME")) * 1000
-         + to_int(redis::string_of(reply->element[1], "TIME")) / 1000;
+  const std::int64_t seconds =
+      to_int(redis::string_of(reply->element[0], "TIME"));
+  const std::int64_t micros =
+      to_int(redis::string_of(reply->element[1], "TIME"));
+  std::int64_t ms = 0;
+  if (__builtin_mul_overflow(seconds, 1000, &ms)
+      || __builtin_add_overflow(ms, micros / 1000, &ms)) {
+    throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
+  }
+  return ms;
 }
 
 // Reads `states` (names and keys set) in pipelined batches.

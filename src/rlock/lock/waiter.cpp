@@ -230,10 +230,9 @@ Waiter::subscribe() {
 std::optional<Waiter::Delay>
 Waiter::next_delay(const AcquireAttempt& attempt) {
   if (!m_safety_span) {
-    const Duration holder_ttl =
-        attempt.holder_ttl_ms > 0
-            ? Duration(std::chrono::milliseconds(attempt.holder_ttl_ms))
-            : m_ttl;
+    const Duration holder_ttl = attempt.holder_ttl_ms > 0
+                                    ? from_milliseconds(attempt.holder_ttl_ms)
+                                    : m_ttl;
     m_safety_span = std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
   }
   Delay next{jittered(*m_safety_span), true};
@@ -243,7 +242,7 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
     }
   };
   if (attempt.retry_ms >= 0) {
-    bound(std::chrono::milliseconds(attempt.retry_ms) + k_expiry_slack);
+    bound(from_milliseconds(attempt.retry_ms) + k_expiry_slack);
   }
   if (m_options.fair) {
     // Refreshed in [4/5, 1] of the interval: jittered, like the safety net.
@@ -276,7 +275,7 @@ Waiter::report(const AcquireAttempt& attempt) {
   m_last_report = key;
   std::string text = "waiting for " + quote(m_keys.name) + " held by " + who;
   if (attempt.held_ms > 0) {
-    text += ", " + format_duration(std::chrono::milliseconds(attempt.held_ms));
+    text += ", " + format_duration(from_milliseconds(attempt.held_ms));
   }
   if (attempt.place > 0) {
     text += "; " + ordinal(attempt.place) + " in line";

@@ -159,7 +159,8 @@ Connection::address() const {
 void
 throw_if_error(const Reply& reply, const std::string& what) {
   if (reply->type == REDIS_REPLY_ERROR) {
-    const std::string error(reply->str, reply->len);
+    // Printable: a server's text must not forge lines on a terminal.
+    const std::string error = printable(std::string(reply->str, reply->len));
     // An unauthenticated client's large command is refused as a protocol
     // error before any NOAUTH.
     if (error.starts_with("NOAUTH")

@@ -1,6 +1,7 @@
 #include <rlock/util/duration.hpp>
 #include <rlock/util/text.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -108,6 +109,12 @@ parse_duration(std::string_view text) {
                       : invalid;
   }
   return Duration{nanoseconds};
+}
+
+Duration
+from_milliseconds(std::int64_t ms) {
+  constexpr std::int64_t k_limit = 100LL * 366 * 24 * 3600 * 1000;
+  return std::chrono::milliseconds(std::clamp(ms, -k_limit, k_limit));
 }
 
 std::string

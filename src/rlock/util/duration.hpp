@@ -16,6 +16,10 @@ using Duration = std::chrono::nanoseconds;
 // positive value check it themselves.
 Expected<Duration> parse_duration(std::string_view text);
 
+// Returns `ms` milliseconds, clamped to +-100 years: values read from a
+// server are not trusted to fit, and the clamp leaves room to add to them.
+Duration from_milliseconds(std::int64_t ms);
+
 // Formats a duration for people: "350ms", "28.1s", "2m10s", "3h05m".
 std::string format_duration(Duration duration);
 

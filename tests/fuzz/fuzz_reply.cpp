@@ -1,0 +1,93 @@
+// Arbitrary bytes from a "server", fed in chunks to the reply reader; every
+// complete reply, and each element of it at any depth, goes through
+// throw_if_error, integer_of and string_of. Those may throw Error, and the
+// reader ProtocolError; anything else is a finding.
+#include <rlock/redis/connection.hpp>
+#include <rlock/redis/reply_reader.hpp>
+#include <rlock/util/error.hpp>
+
+#include "fuzz.hpp"
+#include <cstdint>
+
+using namespace rlock;
+
+namespace {
+
+const std::string k_what = "fuzz";
+
+// Calls `step`, which may throw only Error, with a one-line message.
+template <typename Step>
+void
+expect_error_only(Step&& step) {
+  try {
+    step();
+  } catch (const Error& e) {
+    if (!fuzz::is_one_line(e.what())) {
+      fuzz::finding("an error message is not one line", e.what());
+    }
+  }
+}
+
+void
+inspect(const redisReply* reply) {
+  expect_error_only([&] {
+    const auto text = redis::string_of(reply, k_what);
+    if (reply->type != REDIS_REPLY_NIL && text.size() != reply->len) {
+      fuzz::finding("string_of cut the string", text);
+    }
+  });
+  expect_error_only([&] { (void)redis::integer_of(reply, k_what); });
+  if (reply->type == REDIS_REPLY_ARRAY) {
+    for (std::size_t i = 0; i < reply->elements; ++i) {
+      inspect(reply->element[i]);
+    }
+  }
+}
+
+// Takes every reply that is complete; false after a protocol error.
+bool
+drain(redis::ReplyReader& reader) {
+  try {
+    while (auto reply = reader.next()) {
+      expect_error_only([&] { redis::throw_if_error(*reply, k_what); });
+      inspect(reply->get());
+    }
+  } catch (const redis::ProtocolError&) {
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+// hiredis 0.14 allocates a multi-bulk reply's array as soon as it reads the
+// count, with no limit: "*1700000000\r\n" asks for 13.6 GB. Out in the world
+// calloc fails and hiredis reports "Out of memory"; here large allocations
+// fail the same way instead of tripping libFuzzer's malloc limit.
+extern "C" const char*
+__asan_default_options() {
+  return "allocator_may_return_null=1:max_allocation_size_mb=256";
+}
+
+extern "C" int
+LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) {
+    return 0;
+  }
+  // The first byte sets how the bytes arrive: in chunks of 1 to 256.
+  const std::size_t chunk = std::size_t{data[0]} + 1;
+  const std::string_view bytes(reinterpret_cast<const char*>(data) + 1,
+                               size - 1);
+  redis::ReplyReader reader;
+  for (std::size_t at = 0; at < bytes.size(); at += chunk) {
+    try {
+      reader.feed(bytes.substr(at, chunk));
+    } catch (const redis::ProtocolError&) {
+      return 0;
+    }
+    if (!drain(reader)) {
+      return 0;
+    }
+  }
+  return 0;
+}
