@@ -120,3 +120,19 @@ before() {
     return 1
   fi
 }
+
+# lost_without_overlap PID PGID HB1 EVENTS TTL_MS NEXT HB2: rlock PID exits
+# 70 and its child's group PGID dies; the child's last heartbeat (in HB1)
+# is before its lease's end (the last lease start in EVENTS + TTL_MS), and
+# the next holder NEXT exits 0, its child's first heartbeat (in HB2) after
+# the first child's last.
+lost_without_overlap() {
+  local pid=$1 pgid=$2 hb1=$3 events=$4 ttl_ms=$5 next=$6 hb2=$7
+  exits_with 70 "$pid"
+  wait_until 3 group_dead "$pgid"
+  before "$(last_beat "$hb1")" "$(($(lease_start "$events") + ttl_ms * 1000))" \
+    "first child's last heartbeat vs its lease's end"
+  reaped 0 "$next" 10
+  before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
+    "first child's last heartbeat vs the next holder's child's first"
+}

@@ -63,15 +63,9 @@ FAST=(--connect-timeout 0.3s --io-timeout 0.3s)
   # the partition: it takes the lock as soon as the lease expires there.
   bg "$RLOCK" --url "unix://$REDIS_SOCKET" -w 10s -t 2s part bash -c "$(beats_script "$hb2" 10)"
   waiter=$BG_PID
-  exits_with 70 "$r1"
-  wait_until 3 group_dead "$pgid"
-  # The safety property: no sign of life at or after (lease start + TTL)...
-  before "$(last_beat "$hb1")" "$(($(lease_start "$ev") + 2000000))" \
-    "first child's last heartbeat vs its lease's end"
-  # ...and none once the second holder ran.
-  reaped 0 "$waiter" 10
-  before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
-    "first child's last heartbeat vs the waiter's child's first"
+  # The safety property: no sign of life at or after (lease start + TTL),
+  # and none once the second holder ran.
+  lost_without_overlap "$r1" "$pgid" "$hb1" "$ev" 2000 "$waiter" "$hb2"
   grep -q "rlock: lost lock 'part': could not renew it in time" "$r1_err"
   grep -q '"event":"renew-failed".*10\.213\.0\.1' "$ev"
   # Heal after more than the TTL in all; once the server answers over the
@@ -230,13 +224,7 @@ renewal_failed() {
   bg "$RLOCK" --url "redis://127.0.0.1:$m_port/0" -w 10s -t 2s failover \
     bash -c "$(beats_script "$hb2" 10)"
   waiter=$BG_PID
-  exits_with 70 "$r1"
-  wait_until 3 group_dead "$pgid"
-  before "$(last_beat "$hb1")" "$(($(lease_start "$ev") + 2000000))" \
-    "first child's last heartbeat vs its lease's end"
-  reaped 0 "$waiter" 10
-  before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
-    "first child's last heartbeat vs the next holder's child's first"
+  lost_without_overlap "$r1" "$pgid" "$hb1" "$ev" 2000 "$waiter" "$hb2"
   # It gave up because the renewals kept failing with READONLY.
   grep -q "rlock: lost lock 'failover': could not renew it in time (.*READONLY" "$r1_err"
   grep -q '"event":"renew-failed".*READONLY' "$ev"
