@@ -23,13 +23,12 @@ ReplyReader& ReplyReader::operator=(ReplyReader&&) noexcept = default;
 
 void
 ReplyReader::feed(std::string_view bytes) {
+  // Both hiredis 0.14 and 1.x set errstr on every failure, out of memory
+  // included.
   if (!bytes.empty()
       && redisReaderFeed(m_reader.get(), bytes.data(), bytes.size())
              != REDIS_OK) {
-    if (m_reader->err != 0) {
-      throw ProtocolError(m_reader->errstr);
-    }
-    throw std::bad_alloc();
+    throw ProtocolError(m_reader->errstr);
   }
 }
 

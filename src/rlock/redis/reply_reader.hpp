@@ -14,7 +14,9 @@ struct redisReader;
 namespace rlock::redis {
 
 // Turns the bytes a server sent into replies (RESP2, through hiredis's
-// parser, which is the same in hiredis 0.14 and 1.x).
+// parser; its API is the same in hiredis 0.14 and 1.x, though 1.x also
+// accepts RESP3 types and deeper nesting, which the callers reject as
+// unexpected replies).
 class ReplyReader {
 public:
   ReplyReader();
