@@ -315,7 +315,7 @@ start_redis_again() {
   resumed=$(usec "$EPOCHREALTIME")
   thaw "$r1"
   exits_with 70 "$r1"
-  grep -q "rlock: lost lock 'vm': .*sending SIGKILL" "$r1_err"
+  grep -q "rlock: lost lock 'vm': .*sent SIGKILL" "$r1_err"
   wait_until 3 group_dead "$pgid"
   [ "$(beats_after "$hb1" "$resumed")" -eq 0 ]
   before "$(last_beat "$hb1")" "$(($(lease_start "$ev") + 1000000))" \

@@ -9,9 +9,11 @@
 #include <rlock/proc/signals.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/proc/watchdog.hpp>
+#include <rlock/redis/errors.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
 #include <rlock/util/exit_codes.hpp>
+#include <rlock/util/output.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
 
@@ -44,7 +46,8 @@ struct Supervision {
 };
 
 // Runs `step` on the main connection, reconnecting once when it has gone
-// stale while the command ran.
+// stale while the command ran. An error reply is not retried: the step ran,
+// and running it again would find its own work done.
 template <typename Step>
 auto
 on_connection(const Held& held, Step&& step) {
@@ -55,7 +58,7 @@ on_connection(const Held& held, Step&& step) {
             held.options.server.endpoint, held.options.server.connect));
       }
       return step(*held.connection);
-    } catch (const Error&) {
+    } catch (const redis::TransientError&) {
       held.connection.reset();
       if (attempt > 0) {
         throw;
@@ -70,40 +73,63 @@ milliseconds(Duration duration) {
       .count();
 }
 
-// Releases the lock, or with --hold keeps it until D after it was acquired
-// (the key then simply expires). A failure only warns: the lease's expiry
-// cleans up.
+// How a hold ended.
+enum class Ending {
+  released, // or kept with --hold
+  gone,     // the token no longer held the lock: someone broke or took it
+  unknown,  // Redis failed; the lease expires by itself
+};
+
+// Says that the lock turned out to be gone when the command ended: the
+// command ran at least partly without it.
 void
+report_gone(const Held& held) {
+  const std::string reason =
+      "it was no longer held when the command ended (deleted, taken over or "
+      "expired)";
+  events::emit("lost", held.keys.name, {{"reason", reason}});
+  log::error("lost lock " + quote(held.keys.name) + ": " + reason);
+}
+
+// Releases the lock, or with --hold keeps it until D after it was acquired
+// (the key then simply expires). A Redis failure only warns: the lease's
+// expiry cleans up.
+Ending
 end_hold(const Held& held) {
   const auto held_for = boot_now() - held.acquired.sent;
   const auto& name = held.keys.name;
   try {
     if (held.options.hold && held_for < *held.options.hold) {
       const auto keep = *held.options.hold - held_for;
-      on_connection(held, [&](redis::Connection& c) {
-        return lock::renew(c, held.keys, held.token, keep);
-      });
+      if (!on_connection(held, [&](redis::Connection& c) {
+            return lock::renew(c, held.keys, held.token, keep);
+          })) {
+        report_gone(held);
+        return Ending::gone;
+      }
       log::info("keeping " + quote(name) + " for another "
                 + format_duration(keep) + " (--hold)");
       events::emit("released",
                    name,
                    {{"held_ms", milliseconds(held_for)},
                     {"expires_in_ms", milliseconds(keep)}});
-      return;
+      return Ending::released;
     }
-    if (on_connection(held, [&](redis::Connection& c) {
+    if (!on_connection(held, [&](redis::Connection& c) {
           return lock::release(c, held.keys, held.token);
         })) {
-      log::info("released " + quote(name) + " after "
-                + format_duration(held_for));
-      events::emit("released", name, {{"held_ms", milliseconds(held_for)}});
-    } else {
-      log::warning("lock " + quote(name) + " was no longer held at release");
+      report_gone(held);
+      return Ending::gone;
     }
+    log::info("released " + quote(name) + " after "
+              + format_duration(held_for));
+    events::emit("released", name, {{"held_ms", milliseconds(held_for)}});
+    return Ending::released;
   } catch (const Error& e) {
     log::warning(std::string(e.what()) + "; lock " + quote(name)
                  + " expires by itself within "
                  + format_duration(held.options.timing.ttl));
+    return Ending::unknown;
   }
 }
 
@@ -208,10 +234,11 @@ stop_child(const proc::Child& child,
   const BootTime sigkill_at =
       std::min(now + options.timing.kill_after, lease_end);
   const int signal = now >= lease_end ? SIGKILL : options.kill_signal;
-  events::emit("lost", held.keys.name, {{"reason", loss}});
-  log::error("lost lock " + quote(held.keys.name) + ": " + loss
-             + "; sending SIG" + proc::signal_name(signal) + " to the command");
+  // Signal first: saying so must not delay it.
   signal_tree(child, watchdog, signal);
+  events::emit("lost", held.keys.name, {{"reason", loss}});
+  log::error("lost lock " + quote(held.keys.name) + ": " + loss + "; sent SIG"
+             + proc::signal_name(signal) + " to the command");
   return sigkill_at;
 }
 
@@ -299,6 +326,9 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   }
   proc::Watchdog watchdog = proc::Watchdog::start(
       child->pid(), options.timing.valid_until(held.acquired.sent));
+  // From here on no output may block the renewals or the kill path. After
+  // the watchdog's fork: that child must not inherit a second thread.
+  const output::Deferred deferred_output;
   lock::Renewer renewer(options.server.endpoint,
                         options.server.connect,
                         held.keys,
@@ -319,14 +349,21 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
         options.server.endpoint, options.server.connect, held.keys, held.token);
     return exit_code::k_lock_lost;
   }
-  // The next holder waits on the release, not on our teardown: release
-  // first. A renewal racing it finds the token gone and changes nothing.
   if (held.slot && exit_code == exit_code::k_success) {
     mark_slot(held);
   }
-  end_hold(held);
+  // The next holder waits on the release, not on our teardown: release
+  // first. A renewal racing the release finds the token gone and changes
+  // nothing, but one racing --hold's last extension would replace it.
+  if (options.hold) {
+    renewer.stop();
+  }
+  const Ending ending = end_hold(held);
   renewer.stop();
   watchdog.disarm();
+  if (ending == Ending::gone) {
+    return exit_code::k_lock_lost;
+  }
   if (const int signal = child->termination_signal()) {
     proc::end_by_signal(signal);
   }

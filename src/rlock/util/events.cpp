@@ -1,6 +1,7 @@
 #include <rlock/util/clock.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
+#include <rlock/util/output.hpp>
 #include <rlock/util/text.hpp>
 
 #include <fcntl.h>
@@ -8,13 +9,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 namespace rlock::events {
 
 namespace {
 
-std::mutex g_mutex;
 int g_fd = -1;
 
 } // namespace
@@ -56,9 +55,7 @@ emit(const std::string& event,
   const std::string text =
       line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
       + "\n";
-  // One write per line under a lock, so lines never interleave.
-  std::lock_guard lock(g_mutex);
-  [[maybe_unused]] const auto n = ::write(g_fd, text.data(), text.size());
+  output::write(g_fd, text);
 }
 
 } // namespace rlock::events

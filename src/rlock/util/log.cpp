@@ -1,4 +1,5 @@
 #include <rlock/util/log.hpp>
+#include <rlock/util/output.hpp>
 
 #include <unistd.h>
 
@@ -10,19 +11,9 @@ namespace {
 
 std::atomic<Level> g_level{Level::normal};
 
-// One write(2) per line, so lines from the renewal thread never interleave.
 void
 write_line(const std::string& text) {
-  const std::string line = "rlock: " + text + "\n";
-  std::size_t written = 0;
-  while (written < line.size()) {
-    const auto n =
-        ::write(STDERR_FILENO, line.data() + written, line.size() - written);
-    if (n <= 0) {
-      return;
-    }
-    written += static_cast<std::size_t>(n);
-  }
+  output::write(STDERR_FILENO, "rlock: " + text + "\n");
 }
 
 } // namespace
