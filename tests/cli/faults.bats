@@ -47,15 +47,7 @@ teardown() {
   # left of the children's process groups (only processes whose command
   # line names this test's directory: a process group ID can be reused).
   common_teardown
-  local pid
-  while read -r target; do
-    [[ -n $target ]] || continue
-    for pid in $(pgrep -g "$target"); do
-      grep -qaF "$BATS_TEST_TMPDIR" "/proc/$pid/cmdline" 2>/dev/null &&
-        kill -KILL "$pid" 2>/dev/null
-    done
-  done <"$GROUPS_FILE"
-  return 0
+  kill_child_groups
 }
 
 # own_redis: a redis-server for this test alone, which it may freeze, kill

@@ -37,6 +37,21 @@ child_group() {
   echo "$pgid"
 }
 
+# kill_child_groups: SIGKILL what is left of the process groups in
+# $GROUPS_FILE, for teardown. Process group IDs can be reused: only
+# processes whose command line names this test's directory.
+kill_child_groups() {
+  local target pid
+  while read -r target; do
+    [[ -n $target ]] || continue
+    for pid in $(pgrep -g "$target"); do
+      grep -qaF "$BATS_TEST_TMPDIR" "/proc/$pid/cmdline" 2>/dev/null &&
+        kill -KILL "$pid" 2>/dev/null
+    done
+  done <"$GROUPS_FILE"
+  return 0
+}
+
 # group_dead PGID: true when no process of process group PGID is alive (a
 # zombie is dead, even before whoever inherited it has reaped it).
 group_dead() {

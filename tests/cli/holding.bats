@@ -23,15 +23,7 @@ setup() {
 }
 teardown() {
   common_teardown
-  local target pid
-  while read -r target; do
-    [[ -n $target ]] || continue
-    for pid in $(pgrep -g "$target"); do
-      grep -qaF "$BATS_TEST_TMPDIR" "/proc/$pid/cmdline" 2>/dev/null &&
-        kill -KILL "$pid" 2>/dev/null
-    done
-  done <"$GROUPS_FILE"
-  return 0
+  kill_child_groups
 }
 
 # stalled_stderr SECONDS RLOCK_ARG...: runs rlock with its stderr on a pipe
@@ -92,13 +84,17 @@ PY
 @test "--hold: a renewal racing the end never replaces the hold" {
   # TTL 100ms renews every 33ms, so the renewer is often mid-renewal when
   # the command ends; the hold must still be the whole 5s.
-  local i short=0
+  # A run that lost its 100ms lease to a busy machine (70) says nothing here.
+  local i rc ran=0 short=0
   for i in $(seq 120); do
-    rl -t 100ms --hold 5s "h$i" sleep "0.0$((i % 10))"
+    rc=0
+    rl -t 100ms --hold 5s "h$i" sleep "0.0$((i % 10))" 2>/dev/null || rc=$?
+    ((rc == 0)) || continue
+    ran=$((ran + 1))
     (($(redis_cli pttl "rlock:{h$i}") < 3000)) && short=$((short + 1))
   done
-  echo "hold cut short in $short of 120 runs" >&2
-  ((short == 0))
+  echo "hold cut short in $short of $ran runs" >&2
+  ((ran >= 60 && short == 0))
 }
 
 @test "an error reply at release is not retried as a lost lock" {
@@ -115,9 +111,9 @@ PY
 @test "renewals go on while stderr is not read" {
   # -v writes a line per renewal; with TTL 1s the lease lapses unless the
   # renewals go on while the reader is stalled for 3s.
-  stalled_stderr 3 -v -t 1s stall sh -c 'sleep 4; echo done >done'
+  stalled_stderr 3 -v -t 1s stall sh -c 'sleep 4; echo ok >finished'
   [[ $(<rlock.rc) == 0 ]]
-  [[ -f done ]]
+  [[ -f finished ]]
 }
 
 @test "a lost lock is signalled while stderr is not read" {

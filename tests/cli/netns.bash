@@ -36,21 +36,13 @@ nf_setup() {
 # started with bg, what is left of the children's groups and of anything in
 # this test's namespaces and cgroups, then deletes the namespaces and cgroups.
 nf_teardown() {
-  local dir ns cg pid target
+  local dir ns cg pid
   [[ -n ${NF_REDIS_FILE:-} ]] || return 0
   while read -r dir; do
     [[ -n $dir ]] && redis_stop "$dir"
   done <"$NF_REDIS_FILE"
   common_teardown
-  # Process group IDs can be reused: only processes whose command line names
-  # this test's directory.
-  while read -r target; do
-    [[ -n $target ]] || continue
-    for pid in $(pgrep -g "$target"); do
-      grep -qaF "$BATS_TEST_TMPDIR" "/proc/$pid/cmdline" 2>/dev/null &&
-        kill -KILL "$pid" 2>/dev/null
-    done
-  done <"$GROUPS_FILE"
+  kill_child_groups
   # Only this test's processes can be in the namespaces and cgroups it made.
   while read -r ns; do
     [[ -n $ns ]] || continue
