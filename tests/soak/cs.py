@@ -187,6 +187,7 @@ def start_child(kind, duration_s):
                 os.setsid()
                 for signum in FORWARDED:
                     signal.signal(signum, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
                 heartbeat(duration_s)
             except BaseException:  # noqa: B902 - the child must not return
                 code = 1
@@ -194,7 +195,7 @@ def start_child(kind, duration_s):
         return pid
     # timeout(1) puts itself and the child in a process group of their own.
     proc = subprocess.Popen(
-        ["timeout", "60", sys.executable, os.path.abspath(__file__),
+        ["timeout", "60", sys.executable, "-I", "-S", os.path.abspath(__file__),
          "--heartbeat", str(duration_s)])
     return proc.pid
 
@@ -223,12 +224,16 @@ def main():
     status = int(os.environ.get("SOAK_STATUS", "0"))
     own = False
     child = None
+    # Until the marker and the child are recorded, a forwarded signal waits:
+    # a stop in between would leave a marker or a child we do not know of.
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     try:
         own = take_marker()
         log("enter", fence)
         hb_kind = os.environ.get("SOAK_HB", "none")
         if hb_kind != "none":
             child = start_child(hb_kind, int(os.environ["SOAK_HB_MS"]) / 1000)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
         end = time.monotonic() + int(env("SOAK_WORK_MS")) / 1000
         while time.monotonic() < end:
             time.sleep(min(TICK_S, max(0.0, end - time.monotonic())))

@@ -190,8 +190,8 @@ class Soak:
         self.fwd_port = free_port(self.ports)
         sock = os.path.join(self.dir, "redis", "redis.sock")
         self.forwarder = self.start_relay(
-            ["ip", "netns", "exec", srv, sys.executable, f"{HERE}/proxy.py", SRV_ADDR,
-             str(self.fwd_port), "unix:" + sock, self.dir + "/forwarder.control"],
+            ["ip", "netns", "exec", srv, sys.executable, "-I", "-S", f"{HERE}/proxy.py",
+             SRV_ADDR, str(self.fwd_port), "unix:" + sock, self.dir + "/forwarder.control"],
             "the netns relay")
 
     def setup(self):
@@ -202,8 +202,9 @@ class Soak:
         self.start_redis()
         self.write_control()
         self.proxy = self.start_relay(
-            [sys.executable, f"{HERE}/proxy.py", "127.0.0.1", str(self.proxy_port),
-             f"tcp:127.0.0.1:{self.redis_port}", self.control], "the proxy")
+            [sys.executable, "-I", "-S", f"{HERE}/proxy.py", "127.0.0.1",
+             str(self.proxy_port), f"tcp:127.0.0.1:{self.redis_port}", self.control],
+            "the proxy")
         if self.args.netns:
             self.setup_netns()
         else:
@@ -254,14 +255,16 @@ class Soak:
         return ["--url", f"redis://{SRV_ADDR}:{self.fwd_port}"]
 
     def argv(self, spec, run):
-        cs = [sys.executable, f"{HERE}/cs.py"]
+        # -I -S: a short start, so that a forwarded signal rarely comes before
+        # cs.py handles it (a signal during site import makes python exit 1).
+        cs = [sys.executable, "-I", "-S", f"{HERE}/cs.py"]
         if self.args.locker == "unsafe":
             host, port = {"tcp": ("127.0.0.1", self.redis_port),
                           "proxy": ("127.0.0.1", self.proxy_port)}.get(
                 spec["transport"], (SRV_ADDR, getattr(self, "fwd_port", 0)))
             wait = {"wait": -1, "w": spec["wait_ms"], "n": 0}[spec["mode"]]
-            argv = [sys.executable, f"{HERE}/unsafe_lock.py", host, str(port),
-                    spec["name"], str(spec["ttl_ms"]), str(wait), *cs]
+            argv = [sys.executable, "-I", "-S", f"{HERE}/unsafe_lock.py", host,
+                    str(port), spec["name"], str(spec["ttl_ms"]), str(wait), *cs]
         else:
             opts = [*self.url_args(spec), "-t", f"{spec['ttl_ms']}ms",
                     "--events", os.path.join(self.dir, "runs", run + ".events")]
@@ -674,7 +677,8 @@ def check_runs(d, runs, per_name):
             codes["stopped at the end"] += 1
             continue
         if spec.get("hang"):
-            hangs.append(f"{run}: still running after {HANG_S:.0f} s ({' '.join(spec['argv'][-4:-2])})")
+            hangs.append(f"{run}: still running after {HANG_S:.0f} s "
+                         f"(signals {spec['signals'] or 'none'})")
             codes["124 (hang, killed)"] += 1
             continue
         codes[status_name(rc)] += 1
@@ -685,7 +689,8 @@ def check_runs(d, runs, per_name):
             signum = getattr(signal, "SIG" + sig)
             expected |= {128 + signum, -signum}
         if rc not in expected:
-            bad_status.append(f"{run}: exit {status_name(rc)} (signals {spec['signals'] or 'none'})")
+            bad_status.append(f"{run}: exit {status_name(rc)} "
+                              f"(signals {spec['signals'] or 'none'})")
         r = cs.get(run)
         if (r is not None and "exit" not in r and rc in (0, spec["status"])
                 and not [s for s in spec["signals"] if s != "STOP"]):
@@ -728,7 +733,12 @@ def check(d, expect_violation=False):
     ]
     if not meta["netns"]:
         lines.append("faults: link-cut NOT DONE (network namespaces unavailable)")
-    lines.append("exit codes: " + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())))
+    def by_number(item):
+        head = item[0].split()
+        return (head[0] == "signal", int(head[-1]) if head[-1].isdigit() else 999, item[0])
+
+    lines.append("exit codes: " + ", ".join(f"{k}: {v}"
+                                            for k, v in sorted(codes.items(), key=by_number)))
     lines.append(f"violations: {total}")
     for kind, items in violations.items():
         if items:
