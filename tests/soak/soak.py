@@ -33,6 +33,8 @@ GRACE_S = 3.0  # a descendant may outlive its rlock this long (watchdog)
 HANG_S = 90.0  # a run still going after this long is a hang
 FAULT_MEAN_S = 1.2
 SRV_ADDR, CLI_ADDR = "10.213.0.5", "10.213.0.6"  # a /30 of our own
+FAULT_KINDS = ("redis-stop", "redis-restart", "rlock-stop", "rlock-kill", "rlock-signal",
+               "proxy-latency", "proxy-freeze", "proxy-reset", "link-cut")
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "HUP": signal.SIGHUP,
            "USR1": signal.SIGUSR1}
 
@@ -433,9 +435,7 @@ class Soak:
 
     def nemesis(self):
         rng = random.Random(f"{self.args.seed}-nemesis")
-        kinds = ["redis-stop", "redis-restart", "rlock-stop", "rlock-kill",
-                 "rlock-signal", "proxy-latency", "proxy-freeze", "proxy-reset",
-                 "link-cut"]
+        kinds = self.args.kinds
         threads = []
         while not self.stop.wait(rng.expovariate(1 / FAULT_MEAN_S)):
             kind = rng.choice(kinds)
@@ -804,6 +804,8 @@ def main():
     run.add_argument("--locker", choices=["rlock", "unsafe"], default="rlock")
     run.add_argument("--workers", type=int, default=6)
     run.add_argument("--no-faults", dest="faults", action="store_false")
+    run.add_argument("--faults", dest="kinds", default=",".join(FAULT_KINDS),
+                     help="the fault kinds to draw from, comma-separated")
     run.add_argument("--no-netns", dest="netns", action="store_false")
     run.add_argument("--expect-violation", action="store_true")
     chk = sub.add_parser("check")
@@ -815,6 +817,10 @@ def main():
         return check(args.dir)
     if args.cmd == "probe":
         return probe(args.dir)
+    args.kinds = [k for k in args.kinds.split(",") if k]
+    unknown = set(args.kinds) - set(FAULT_KINDS)
+    if unknown or not args.kinds:
+        parser.error(f"--faults: unknown kinds {sorted(unknown)}; known: {','.join(FAULT_KINDS)}")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10**9)
     args.rlock = os.path.abspath(args.rlock)
