@@ -668,6 +668,17 @@ def event_order(d, run):
     return None
 
 
+def python_start_interrupted(d, run):
+    """The harness's own window: SIGINT reached cs.py while the interpreter
+    was still starting (it exits 1 with a fatal error, not of the signal)."""
+    try:
+        with open(os.path.join(d, "runs", run + ".out"), errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return "Fatal Python error" in text and "KeyboardInterrupt" in text
+
+
 def check_runs(d, runs, per_name):
     codes, bad_status, killed_normal, hangs, events = Counter(), [], [], [], []
     cs = {run: r for rs in per_name.values() for run, r in rs.items()}
@@ -680,6 +691,9 @@ def check_runs(d, runs, per_name):
             hangs.append(f"{run}: still running after {HANG_S:.0f} s "
                          f"(signals {spec['signals'] or 'none'})")
             codes["124 (hang, killed)"] += 1
+            continue
+        if rc == 1 and "INT" in spec["signals"] and python_start_interrupted(d, run):
+            codes["1 (INT while python started)"] += 1
             continue
         codes[status_name(rc)] += 1
         expected = {0, spec["status"], 69, 70, 75}
@@ -735,7 +749,8 @@ def check(d, expect_violation=False):
         lines.append("faults: link-cut NOT DONE (network namespaces unavailable)")
     def by_number(item):
         head = item[0].split()
-        return (head[0] == "signal", int(head[-1]) if head[-1].isdigit() else 999, item[0])
+        number = head[1] if head[0] == "signal" else head[0]
+        return (head[0] == "signal", int(number) if number.isdigit() else 999, item[0])
 
     lines.append("exit codes: " + ", ".join(f"{k}: {v}"
                                             for k, v in sorted(codes.items(), key=by_number)))
