@@ -242,7 +242,9 @@ class Soak:
             "status": 3 if rng.random() < 0.1 else 0,
             "pause_ms": rng.randrange(0, 200),
         }
-        spec["hb_ms"] = rng.randrange(10, max(11, spec["work_ms"]))
+        # The work waits for the child: a long child is a long critical
+        # section, and one that a killed rlock must not leave behind (F1).
+        spec["hb_ms"] = rng.randrange(100, 6000)
         return spec
 
     def url_args(self, spec):
