@@ -514,11 +514,17 @@ class Soak:
                 if not self.running:
                     return
             time.sleep(0.1)
-        with self.lock:
-            for entry in self.running.values():
-                entry["stopped_at_end"] = True
-                self._signal(entry["proc"].pid, signal.SIGCONT)
-                self._signal(entry["proc"].pid, signal.SIGKILL)
+        # TERM first: rlock forwards it and the critical section stops its
+        # children; a SIGKILL from us would be a fault that nobody counted.
+        for signum, pause in ((signal.SIGTERM, 5), (signal.SIGKILL, 0)):
+            with self.lock:
+                for entry in self.running.values():
+                    entry["stopped_at_end"] = True
+                    self._signal(entry["proc"].pid, signal.SIGCONT)
+                    self._signal(entry["proc"].pid, signum)
+            deadline = time.monotonic() + pause
+            while time.monotonic() < deadline and self.running:
+                time.sleep(0.1)
 
     def run(self):
         print(f"soak: SEED={self.args.seed} seconds={self.args.seconds} "
