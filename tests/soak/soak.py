@@ -320,7 +320,8 @@ class Soak:
             finally:
                 out.close()
             spec["start_ns"] = now_ns()
-            entry = {"proc": proc, "signals": []}
+            # Signals go through a pidfd: it never names a recycled PID.
+            entry = {"proc": proc, "signals": [], "pidfd": os.pidfd_open(proc.pid)}
             with self.lock:
                 self.running[run] = entry
                 self.run_count += 1
@@ -335,6 +336,7 @@ class Soak:
             spec["end_ns"] = now_ns()
             with self.lock:
                 del self.running[run]
+                os.close(entry["pidfd"])
                 self.ended[run] = time.monotonic()
                 spec["signals"] = entry["signals"]
                 spec["stopped_at_end"] = entry.get("stopped_at_end", False)
@@ -355,9 +357,10 @@ class Soak:
         with self.lock:
             runs = sorted(self.running)
             if not runs:
-                return None, None
+                return None, None, None
             run = runs[rng.randrange(len(runs))]
-            return run, self.running[run]
+            entry = self.running[run]
+            return run, entry, os.dup(entry["pidfd"])
 
     def fault(self, kind, rng):
         """Run one fault; the draws happen before any waiting."""
@@ -383,25 +386,27 @@ class Soak:
                     self.stop.set()
         elif kind in ("rlock-stop", "rlock-kill", "rlock-signal"):
             name = rng.choice(list(SIGNALS))
-            run, entry = self.pick_running(rng)
+            run, entry, pidfd = self.pick_running(rng)
             if run is None:
                 self.record(kind, "no run", done=False)
                 return
-            pid = entry["proc"].pid
-            if kind == "rlock-kill":
-                entry["signals"].append("KILL")
-                self._signal(pid, signal.SIGKILL)
-                self.record(kind, run)
-            elif kind == "rlock-signal":
-                entry["signals"].append(name)
-                self._signal(pid, SIGNALS[name])
-                self.record(kind, f"{run} {name}")
-            else:
-                entry["signals"].append("STOP")
-                self._signal(pid, signal.SIGSTOP)
-                self.record(kind, f"{run} {d:.2f}s")
-                self.stop.wait(d)
-                self._signal(pid, signal.SIGCONT)
+            try:
+                if kind == "rlock-kill":
+                    entry["signals"].append("KILL")
+                    self._signal(pidfd, signal.SIGKILL)
+                    self.record(kind, run)
+                elif kind == "rlock-signal":
+                    entry["signals"].append(name)
+                    self._signal(pidfd, SIGNALS[name])
+                    self.record(kind, f"{run} {name}")
+                else:
+                    entry["signals"].append("STOP")
+                    self._signal(pidfd, signal.SIGSTOP)
+                    self.record(kind, f"{run} {d:.2f}s")
+                    self.stop.wait(d)
+                    self._signal(pidfd, signal.SIGCONT)
+            finally:
+                os.close(pidfd)
         elif kind in ("proxy-latency", "proxy-freeze", "proxy-reset"):
             latency = rng.uniform(0.05, 0.8)
             with self.proxy_lock:
@@ -429,11 +434,23 @@ class Soak:
                 time.sleep(d)
                 self.ip("-n", ns, "link", "set", dev, "up")
 
-    def _signal(self, pid, signum):
+    def _signal(self, pidfd, signum):
         try:
-            os.kill(pid, signum)
+            signal.pidfd_send_signal(pidfd, signum)
         except ProcessLookupError:
             pass
+
+    def signal_ours(self, pid, signum):
+        """Signal pid found by ours(), if it still carries our id."""
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return
+        try:
+            if pid in self.ours(only=pid):
+                self._signal(pidfd, signum)
+        finally:
+            os.close(pidfd)
 
     def nemesis(self):
         rng = random.Random(f"{self.args.seed}-nemesis")
@@ -458,11 +475,11 @@ class Soak:
 
     # --- monitor ---------------------------------------------------------------
 
-    def ours(self):
+    def ours(self, only=None):
         """{pid: run} of live processes whose environment carries our id."""
         found = {}
         tag = f"SOAK_ID={self.soak_id}".encode()
-        for entry in os.listdir("/proc"):
+        for entry in [str(only)] if only else os.listdir("/proc"):
             if not entry.isdigit():
                 continue
             try:
@@ -498,7 +515,7 @@ class Soak:
                     "after_s": round(t - ended, 2), "t_ns": now_ns()}
             self.outlived.append(line)
             for signum in (signal.SIGCONT, signal.SIGKILL):
-                self._signal(pid, signum)
+                self.signal_ours(pid, signum)
 
     def monitor(self):
         while not self.stop.wait(0.25):
@@ -520,8 +537,8 @@ class Soak:
             with self.lock:
                 for entry in self.running.values():
                     entry["stopped_at_end"] = True
-                    self._signal(entry["proc"].pid, signal.SIGCONT)
-                    self._signal(entry["proc"].pid, signum)
+                    self._signal(entry["pidfd"], signal.SIGCONT)
+                    self._signal(entry["pidfd"], signum)
             deadline = time.monotonic() + pause
             while time.monotonic() < deadline and self.running:
                 time.sleep(0.1)
@@ -566,7 +583,7 @@ class Soak:
     def teardown(self):
         for pid in self.ours():
             for signum in (signal.SIGCONT, signal.SIGKILL):
-                self._signal(pid, signum)
+                self.signal_ours(pid, signum)
         for proc in (self.redis, self.proxy, self.forwarder):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
