@@ -84,7 +84,7 @@ check_width() {
 }
 
 @test "status with no NAME and nothing held: no output, a note on stderr, exit 0" {
-  # A released lock leaves its fence counter behind; that is not a lock.
+  # A released lock may leave its last fence behind; that is not a lock.
   run -0 rl gone true
   run -0 --separate-stderr rl status
   [ -z "$output" ]
