@@ -148,7 +148,7 @@ print_env='printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE
   run -0 rl gone sh -c 'test "$(redis-cli -s "$1" exists "$RLOCK_KEY")" = 1' sh "$REDIS_SOCKET"
   key_absent 'rlock:{gone}'
   # At most the last fence stays, for a second after the acquisition.
-  [ -z "$(redis_cli --scan | grep -vxF 'rlock:{gone}:fence')" ]
+  [ "$(redis_cli --scan | grep -cvxF 'rlock:{gone}:fence')" = 0 ]
   (($(redis_cli pttl 'rlock:{gone}:fence') <= 1000))
 }
 
