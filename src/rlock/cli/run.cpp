@@ -157,6 +157,7 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
   spec.environment = {"RLOCK_NAME=" + held.keys.name,
                       "RLOCK_KEY=" + held.keys.lock,
                       "RLOCK_TOKEN=" + held.token,
+                      "RLOCK_SUPERVISED_TOKEN=" + held.token,
                       "RLOCK_FENCE=" + std::to_string(held.acquired.fence)};
   spec.signal_mask = signals.original_mask();
   return spec;
