@@ -102,7 +102,7 @@ end_hold(const Held& held) {
     if (held.options.hold && held_for < *held.options.hold) {
       const auto keep = *held.options.hold - held_for;
       if (!on_connection(held, [&](redis::Connection& c) {
-            return lock::renew(c, held.keys, held.token, keep);
+            return lock::renew(c, held.keys, held.token, keep).held;
           })) {
         report_gone(held);
         return Ending::gone;
