@@ -12,6 +12,11 @@ namespace rlock::lock {
 // waiter that died leaves the queue after at most this long.
 inline constexpr Duration k_queue_entry_ttl = std::chrono::seconds(10);
 
+// Returns the safety net's span for a holder whose lease is `holder_ttl_ms`
+// long (0: unknown, then `own_ttl`): a third of it, within [50ms, 10s]. The
+// waiter sleeps a random time in [span/2, span] for a lost wake-up message.
+Duration safety_span(std::int64_t holder_ttl_ms, Duration own_ttl);
+
 struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
