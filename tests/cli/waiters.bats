@@ -62,3 +62,45 @@ calls() {
   reaped 0 "$second" 10
   reaped 0 "$waiter" 10
 }
+
+# start_proxy: a relay to the test's redis-server (tests/lib/proxy.py) on a
+# free port; sets PROXY_PORT. proxy_control DELAY FROZEN RESETS steers it.
+start_proxy() {
+  PROXY_PORT=$(closed_port)
+  proxy_control 0 0 0
+  bg python3 "$BATS_TEST_DIRNAME/../lib/proxy.py" 127.0.0.1 "$PROXY_PORT" \
+    "tcp:127.0.0.1:$REDIS_PORT" "$BATS_TEST_TMPDIR/proxy.control"
+  wait_until 10 grep -q ready "$BG_OUT"
+}
+proxy_control() {
+  echo "$*" >"$BATS_TEST_TMPDIR/proxy.control.tmp"
+  mv "$BATS_TEST_TMPDIR/proxy.control.tmp" "$BATS_TEST_TMPDIR/proxy.control"
+}
+
+# held_by PID: true when the lock lr is held by a run whose pid is PID.
+held_by() {
+  [[ $(redis_cli hget 'rlock:{lr}' pid) == "$1" ]]
+}
+
+@test "a waiter whose winning acquire lost its reply, then interrupted, leaves no lock" {
+  start_proxy
+  bg "$RLOCK" lr sleep 1
+  local holder=$BG_PID
+  wait_until 5 key_exists 'rlock:{lr}'
+  bg "$RLOCK" --url "redis://127.0.0.1:$PROXY_PORT/0" --io-timeout 300ms \
+    lr echo waiter-ran
+  local waiter=$BG_PID waiter_err=$BG_ERR
+  wait_until 5 [ "$(redis_cli pubsub numsub 'rlock:{lr}:released' | tail -n 1)" = 1 ]
+  # From now on the waiter's requests arrive 0.4s late and its replies 0.8s
+  # late, past its 300ms: the acquire after the release runs on the server,
+  # its reply is lost, and the waiter reconnects.
+  proxy_control 0.4 0 0
+  reaped 0 "$holder" 10
+  wait_until 10 grep -q reconnecting "$waiter_err"
+  wait_until 5 held_by "$waiter"
+  kill -INT "$waiter"
+  reaped 130 "$waiter" 10
+  # Its token is released, not left to the 30s lease.
+  wait_until 3 key_absent 'rlock:{lr}'
+  not grep -q waiter-ran "$BG_OUT"
+}

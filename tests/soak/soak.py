@@ -192,7 +192,7 @@ class Soak:
         self.fwd_port = free_port(self.ports)
         sock = os.path.join(self.dir, "redis", "redis.sock")
         self.forwarder = self.start_relay(
-            ["ip", "netns", "exec", srv, sys.executable, "-I", "-S", f"{HERE}/proxy.py",
+            ["ip", "netns", "exec", srv, sys.executable, "-I", "-S", f"{HERE}/../lib/proxy.py",
              SRV_ADDR, str(self.fwd_port), "unix:" + sock, self.dir + "/forwarder.control"],
             "the netns relay")
 
@@ -204,7 +204,7 @@ class Soak:
         self.start_redis()
         self.write_control()
         self.proxy = self.start_relay(
-            [sys.executable, "-I", "-S", f"{HERE}/proxy.py", "127.0.0.1",
+            [sys.executable, "-I", "-S", f"{HERE}/../lib/proxy.py", "127.0.0.1",
              str(self.proxy_port), f"tcp:127.0.0.1:{self.redis_port}", self.control],
             "the proxy")
         if self.args.netns:

@@ -184,6 +184,7 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
     throw error;
   }
   log::warning(std::string(error.what()) + "; still waiting, reconnecting");
+  outcome.uncertain = true;
   m_subscription.reset();
   redis::TransientError last = error;
   Duration backoff = k_first_retry;

@@ -41,6 +41,9 @@ struct WaitOutcome {
   Kind kind = Kind::timed_out;
   AcquireAttempt attempt; // the last attempt; the winning one when acquired
   int signal = 0;         // when interrupted
+  // An attempt failed on the way: its acquire may have run on the server
+  // with the reply lost, so the lock may be ours unless we acquired.
+  bool uncertain = false;
 };
 
 // Acquires the lock, waiting for it unless nonblock. A waiter is woken by the
