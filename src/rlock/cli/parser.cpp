@@ -502,7 +502,7 @@ command_of(const Split& split, const RawOptions& raw) {
   return rest;
 }
 
-// Returns --once-per's slot length. Slots of 100 years or more are refused:
+// Returns --once-per's slot length. Slots longer than 100 years are refused:
 // the time a done slot is kept (up to two slot lengths) must fit in int64
 // nanoseconds.
 std::optional<Duration>
