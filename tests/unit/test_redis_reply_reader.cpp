@@ -61,8 +61,24 @@ TEST_CASE("ReplyReader refuses long strings and lines") {
   CHECK(refusal_of(line, 1 << 20) == "a line of more than 67108864 bytes");
 }
 
-TEST_CASE("ReplyReader refuses a length that is not a number") {
-  CHECK(refusal_of("$12x\r\n") == "protocol error: bad length in $12x");
+TEST_CASE("ReplyReader refuses a length that is not a plain number") {
+  CHECK(refusal_of("$12x\r\n") == "protocol error: bad length in '$12x'");
+  CHECK(refusal_of("*+5\r\n") == "protocol error: bad length in '*+5'");
+  CHECK_THAT(refusal_of("$" + std::string(40, '0') + "5\r\n"),
+             Catch::StartsWith("protocol error: bad length in '$000")
+                 && Catch::EndsWith("'..."));
+  // One line, whatever the server sent.
+  CHECK(refusal_of("*:0\r:0\r\n")
+        == "protocol error: bad length in '*:0\\x0D:0'");
+}
+
+TEST_CASE("ReplyReader ends a line at CRLF only, as hiredis does") {
+  // Found by fuzz_reply: the LF alone does not end the error line, so
+  // "*1700000000" is a header, not the payload of "$5".
+  CHECK_THAT(refusal_of("-3\f\n$5\r\n*1700000000\r\n", 1),
+             Catch::StartsWith("an array of 1700000000 elements"));
+  CHECK(types_of("-ERR a\nb\r\n+OK\r\n", 1)
+        == std::vector<int>{REDIS_REPLY_ERROR, REDIS_REPLY_STATUS});
 }
 
 TEST_CASE("ReplyReader keeps a count per reply, whatever the chunks") {
@@ -72,7 +88,8 @@ TEST_CASE("ReplyReader keeps a count per reply, whatever the chunks") {
   for (int i = 0; i < ReplyLimits::k_max_elements; ++i) {
     big += ":1\r\n";
   }
-  const std::string bytes = big + "$3\r\n*99\r\n" + big + "*-1\r\n$-1\r\n*0\r\n";
+  const std::string bytes =
+      big + "$3\r\n*99\r\n" + big + "*-1\r\n$-1\r\n*0\r\n";
   for (const std::size_t chunk : {std::size_t{1} << 20, std::size_t{7}}) {
     CHECK(types_of(bytes, chunk)
           == std::vector<int>{REDIS_REPLY_ARRAY,

@@ -1,5 +1,6 @@
 #include <rlock/redis/reply_limits.hpp>
 #include <rlock/redis/reply_reader.hpp>
+#include <rlock/util/text.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -29,13 +30,11 @@ is_aggregate(char type) {
 }
 
 // Returns the length in a header such as "$12" or "*-1"; a number too large
-// for int64 comes back as its maximum. Nothing when it is not a number:
-// hiredis 1.x refuses that, and 0.14 would read it as -1 (a nil).
+// for int64 comes back as its maximum. Nothing when it is not a plain
+// decimal number: hiredis 1.x refuses that, and 0.14 reads some of it its
+// own way (a sign, a digit it does not know: -1).
 std::optional<std::int64_t>
 length_in(std::string_view digits) {
-  if (digits.starts_with('+')) {
-    digits.remove_prefix(1); // hiredis 0.14 accepts a plus sign
-  }
   std::int64_t length = 0;
   const auto* end = digits.data() + digits.size();
   const auto [stop, error] = std::from_chars(digits.data(), end, length);
@@ -65,8 +64,14 @@ ReplyLimits::check(std::string_view bytes) {
       }
       continue;
     }
+    // A line ends at CRLF, as hiredis reads it; a lone LF is part of it.
     const auto newline = bytes.find('\n');
-    const auto part = bytes.substr(0, newline);
+    const auto part = bytes.substr(
+        0, newline == std::string_view::npos ? newline : newline + 1);
+    const bool ended =
+        newline != std::string_view::npos
+        && (newline > 0 ? bytes[newline - 1] == '\r' : m_after_cr);
+    m_after_cr = part.ends_with('\r');
     m_line_length += static_cast<std::int64_t>(part.size());
     if (m_line_length > k_max_length) {
       fail(true,
@@ -74,11 +79,10 @@ ReplyLimits::check(std::string_view bytes) {
     }
     m_line +=
         part.substr(0, k_kept_line - std::min(k_kept_line, m_line.size()));
-    if (newline == std::string_view::npos) {
-      return;
+    bytes.remove_prefix(part.size());
+    if (ended) {
+      end_line();
     }
-    bytes.remove_prefix(newline + 1);
-    end_line();
   }
 }
 
@@ -106,18 +110,22 @@ ReplyLimits::fail(bool too_large, const std::string& why) {
 void
 ReplyLimits::end_line() {
   std::string line = std::exchange(m_line, {});
-  m_line_length = 0;
-  if (line.ends_with('\r')) {
-    line.pop_back();
+  const bool whole =
+      std::exchange(m_line_length, 0) == static_cast<std::int64_t>(line.size());
+  if (whole) {
+    line.resize(line.size() - 2); // CRLF
   }
   const char type = line.empty() ? '\0' : line[0];
   if (!is_bulk(type) && !is_aggregate(type)) {
     end_item();
     return;
   }
-  const auto length = length_in(std::string_view(line).substr(1));
+  // Parsed exactly as hiredis does or refused: reading a length other than
+  // hiredis's would lose track of where the next header starts.
+  const auto length =
+      whole ? length_in(std::string_view(line).substr(1)) : std::nullopt;
   if (!length) {
-    fail(false, "bad length in " + line);
+    fail(false, "bad length in " + quote(line) + (whole ? "" : "..."));
   }
   if (is_bulk(type)) {
     if (*length > k_max_length) {

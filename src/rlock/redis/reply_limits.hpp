@@ -33,6 +33,7 @@ private:
 
   std::string m_line;               // the current line, cut short
   std::int64_t m_line_length = 0;   // its length so far
+  bool m_after_cr = false;          // its last byte was CR
   std::int64_t m_skip = 0;          // bulk bytes (and CRLF) still to come
   std::vector<std::int64_t> m_open; // elements still due, per open array
   std::int64_t m_elements = 0;      // announced in the current reply
