@@ -348,9 +348,9 @@ one_warning_about() {
 
 @test "\$RLOCK_TOKEN of someone else: release exits 1, --token wins over it" {
   take job
-  RLOCK_TOKEN=0123456789abcdef0123456789abcdef run -1 --separate-stderr rl release job
+  RLOCK_NAME=job RLOCK_TOKEN=0123456789abcdef0123456789abcdef run -1 --separate-stderr rl release job
   [ "$(field job token)" = "$TOKEN" ]
-  RLOCK_TOKEN=0123456789abcdef0123456789abcdef run -0 --separate-stderr rl release --token "$TOKEN" job
+  RLOCK_NAME=job RLOCK_TOKEN=0123456789abcdef0123456789abcdef run -0 --separate-stderr rl release --token "$TOKEN" job
   key_absent 'rlock:{job}'
 }
 
