@@ -17,7 +17,7 @@ namespace {
 // it is an argument.
 bool
 set_environment(std::string_view word, cli::Environment& environment) {
-  if (word.empty() || word[0] < 1 || word[0] > 6) {
+  if (word.empty() || word[0] < 1 || word[0] > 7) {
     return false;
   }
   std::optional<std::string>* fields[] = {&environment.rlock_url,
@@ -25,7 +25,8 @@ set_environment(std::string_view word, cli::Environment& environment) {
                                           &environment.rlock_prefix,
                                           &environment.rlock_token,
                                           &environment.rlock_password,
-                                          &environment.rediscli_auth};
+                                          &environment.rediscli_auth,
+                                          &environment.restart_grace};
   *fields[word[0] - 1] = std::string(word.substr(1));
   return true;
 }

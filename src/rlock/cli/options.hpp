@@ -27,6 +27,7 @@ struct RunOptions {
   bool nonblock = false;
   bool fair = false;            // --fair: wait in the FIFO queue
   std::optional<Duration> wait; // none: wait forever
+  Duration restart_grace{};     // --restart-grace; zero: off
   lock::LeaseTiming timing{};
   int conflict_exit_code = 75;
   int kill_signal = 15;
@@ -50,6 +51,7 @@ struct StepOptions {
   bool nonblock = false;
   std::optional<Duration> wait;
   bool fair = false;
+  Duration restart_grace{}; // acquire, wait: --restart-grace; zero: off
   int conflict_exit_code = 75;
   Output output = Output::token;
   bool force = false;
@@ -90,6 +92,7 @@ struct Environment {
   std::optional<std::string> rlock_token;    // $RLOCK_TOKEN
   std::optional<std::string> rlock_password; // $RLOCK_PASSWORD
   std::optional<std::string> rediscli_auth;  // $REDISCLI_AUTH
+  std::optional<std::string> restart_grace;  // $RLOCK_RESTART_GRACE
 };
 
 } // namespace rlock::cli

@@ -340,11 +340,14 @@ report_not_acquired(const std::string& name,
                     const std::optional<Duration>& wait,
                     const lock::AcquireAttempt& attempt) {
   const std::string holder = printable(attempt.holder);
+  const bool held_back = !attempt.held_back.empty();
+  const std::string why = held_back ? attempt.held_back : "held by " + holder;
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(name) + " after "
-                + format_duration(*wait) + "; held by " + holder);
+                + format_duration(*wait) + "; " + why);
   } else {
-    log::info("not acquired: " + quote(name) + " is held by " + holder);
+    log::info("not acquired: " + quote(name) + (held_back ? ": " : " is ")
+              + why);
   }
 }
 
@@ -371,15 +374,18 @@ run_lock(const RunOptions& options) {
       redis::Connection::open(options.server.endpoint, options.server.connect));
   const auto keys = lock::keys_for(options.server.prefix, options.name);
   const auto token = random_token();
-  const auto outcome = acquire_or_undo(
-      *connection,
-      LockWait{options.server,
-               keys,
-               token,
-               options.timing.ttl,
-               holder_of(options),
-               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
-      signals);
+  const auto outcome =
+      acquire_or_undo(*connection,
+                      LockWait{options.server,
+                               keys,
+                               token,
+                               options.timing.ttl,
+                               holder_of(options),
+                               lock::WaitOptions{options.nonblock,
+                                                 options.wait,
+                                                 options.fair,
+                                                 options.restart_grace}},
+                      signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

@@ -67,25 +67,33 @@ acquire(const StepOptions& options,
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
   const auto token = random_token();
-  const auto outcome = acquire_or_undo(
-      connection,
-      LockWait{options.server,
-               keys,
-               token,
-               options.ttl,
-               calling_script(),
-               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
-      signals);
+  const auto outcome =
+      acquire_or_undo(connection,
+                      LockWait{options.server,
+                               keys,
+                               token,
+                               options.ttl,
+                               calling_script(),
+                               lock::WaitOptions{options.nonblock,
+                                                 options.wait,
+                                                 options.fair,
+                                                 options.restart_grace}},
+                      signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
+    const auto& held_back = outcome.attempt.held_back;
     if (options.wait && *options.wait > Duration::zero()) {
       log::notice("gave up waiting for " + quote(keys.name) + " after "
-                  + format_duration(*options.wait) + "; held by "
-                  + printable(outcome.attempt.holder));
+                  + format_duration(*options.wait) + "; "
+                  + (held_back.empty()
+                         ? "held by " + printable(outcome.attempt.holder)
+                         : held_back));
+    } else if (!held_back.empty()) {
+      log::info("not acquired: " + quote(keys.name) + ": " + held_back);
     }
     return options.conflict_exit_code;
   }
@@ -152,7 +160,7 @@ wait_until_free(const StepOptions& options,
   const auto outcome = lock::wait_until_free(
       connection,
       keys,
-      lock::WaitOptions{false, options.wait, false},
+      lock::WaitOptions{false, options.wait, false, options.restart_grace},
       make_wait_hooks(options.server, signals, connection));
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
