@@ -174,3 +174,17 @@ event_count() {
   [ "$(event_count "$ev" renew-failed)" = 0 ]
   (($(event_count "$ev" renewed) >= 2))
 }
+
+@test "F16: a server that closes every connection at once: renewals stay at most one per retry delay, no busy loop" {
+  local ev=$BATS_TEST_TMPDIR/ev renewed
+  own_redis
+  # Closes every other client (rlock's), about 100 times a second.
+  bg bash -c 'while :; do echo "client kill type normal"; sleep 0.01; done |
+    redis-cli -s "$1" >/dev/null' _ "$REDIS_SOCKET"
+  # -t 4.5s: renewals every 1.5 s, retries after 225 ms.
+  run --separate-stderr rl -t 4.5s --events "$ev" closing sleep 3
+  renewed=$(event_count "$ev" renewed)
+  echo "exit $status, $renewed renewals in 3 s"
+  ((renewed >= 2))
+  ((renewed <= 3000 / 225 + 2))
+}
