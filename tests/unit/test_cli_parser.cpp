@@ -182,17 +182,17 @@ TEST_CASE("usage errors name the option and quote the value") {
 }
 
 TEST_CASE("--restart-grace, then $RLOCK_RESTART_GRACE, then 30s; 0 is off") {
-  CHECK(parse_run({"x", "true"}).restart_grace == 30s);
+  CHECK(parse_run({"x", "true"}).server.restart_grace == 30s);
   Environment environment;
   environment.restart_grace = "45s";
-  CHECK(parse_run({"x", "true"}, environment).restart_grace == 45s);
+  CHECK(parse_run({"x", "true"}, environment).server.restart_grace == 45s);
   CHECK(parse_run({"--restart-grace", "0", "x", "true"}, environment)
-            .restart_grace
+            .server.restart_grace
         == 0s);
   const auto acquire = parse({"acquire", "--restart-grace=2m", "x"});
-  CHECK(std::get<StepOptions>(acquire).restart_grace == 2min);
+  CHECK(std::get<StepOptions>(acquire).server.restart_grace == 2min);
   const auto wait = parse({"wait", "x"}, environment);
-  CHECK(std::get<StepOptions>(wait).restart_grace == 45s);
+  CHECK(std::get<StepOptions>(wait).server.restart_grace == 45s);
   // Only the commands that take a lock or wait for one have it.
   CHECK_FALSE(usage_error({"check", "--restart-grace", "1s", "x"}).empty());
   environment.restart_grace = "1y";

@@ -17,6 +17,9 @@ struct ServerOptions {
   redis::Endpoint endpoint;
   redis::ConnectOptions connect;
   std::string prefix = "rlock:";
+  // --restart-grace (run, acquire, wait): a server up less than this grants
+  // no lock; zero: off.
+  Duration restart_grace{};
 };
 
 // rlock [OPTIONS] NAME COMMAND [ARG...]
@@ -27,7 +30,6 @@ struct RunOptions {
   bool nonblock = false;
   bool fair = false;            // --fair: wait in the FIFO queue
   std::optional<Duration> wait; // none: wait forever
-  Duration restart_grace{};     // --restart-grace; zero: off
   lock::LeaseTiming timing{};
   int conflict_exit_code = 75;
   int kill_signal = 15;
@@ -51,7 +53,6 @@ struct StepOptions {
   bool nonblock = false;
   std::optional<Duration> wait;
   bool fair = false;
-  Duration restart_grace{}; // acquire, wait: --restart-grace; zero: off
   int conflict_exit_code = 75;
   Output output = Output::token;
   bool force = false;

@@ -496,7 +496,7 @@ run_options(const RawOptions& raw,
   options.wait = detail::optional_duration_of(raw.wait, "--wait", true);
   options.nonblock = raw.nonblock || options.wait == Duration::zero();
   options.fair = raw.fair;
-  options.restart_grace = detail::restart_grace_of(raw, environment);
+  options.server.restart_grace = detail::restart_grace_of(raw, environment);
   options.conflict_exit_code = detail::exit_code_of(raw.conflict_exit_code);
   options.kill_signal = value_or_usage_error(
       proc::parse_signal(raw.kill_signal), "--kill-signal");
@@ -573,7 +573,7 @@ step_options(Action action,
   options.nonblock = raw.nonblock || options.wait == Duration::zero();
   options.fair = raw.fair;
   if (action == Action::acquire || action == Action::wait) {
-    options.restart_grace = detail::restart_grace_of(raw, environment);
+    options.server.restart_grace = detail::restart_grace_of(raw, environment);
   }
   options.conflict_exit_code = detail::exit_code_of(raw.conflict_exit_code);
   if (raw.json && raw.env) {

@@ -374,18 +374,15 @@ run_lock(const RunOptions& options) {
       redis::Connection::open(options.server.endpoint, options.server.connect));
   const auto keys = lock::keys_for(options.server.prefix, options.name);
   const auto token = random_token();
-  const auto outcome =
-      acquire_or_undo(*connection,
-                      LockWait{options.server,
-                               keys,
-                               token,
-                               options.timing.ttl,
-                               holder_of(options),
-                               lock::WaitOptions{options.nonblock,
-                                                 options.wait,
-                                                 options.fair,
-                                                 options.restart_grace}},
-                      signals);
+  const auto outcome = acquire_or_undo(
+      *connection,
+      LockWait{options.server,
+               keys,
+               token,
+               options.timing.ttl,
+               holder_of(options),
+               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
+      signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

@@ -67,18 +67,15 @@ acquire(const StepOptions& options,
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
   const auto token = random_token();
-  const auto outcome =
-      acquire_or_undo(connection,
-                      LockWait{options.server,
-                               keys,
-                               token,
-                               options.ttl,
-                               calling_script(),
-                               lock::WaitOptions{options.nonblock,
-                                                 options.wait,
-                                                 options.fair,
-                                                 options.restart_grace}},
-                      signals);
+  const auto outcome = acquire_or_undo(
+      connection,
+      LockWait{options.server,
+               keys,
+               token,
+               options.ttl,
+               calling_script(),
+               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
+      signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);
@@ -160,7 +157,8 @@ wait_until_free(const StepOptions& options,
   const auto outcome = lock::wait_until_free(
       connection,
       keys,
-      lock::WaitOptions{false, options.wait, false, options.restart_grace},
+      lock::WaitOptions{
+          false, options.wait, false, options.server.restart_grace},
       make_wait_hooks(options.server, signals, connection));
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
