@@ -93,7 +93,8 @@ main(int argc, char** argv) {
                                               env("RLOCK_TOKEN"),
                                               env("RLOCK_PASSWORD"),
                                               env("REDISCLI_AUTH"),
-                                              env("RLOCK_NAME")};
+                                              env("RLOCK_NAME"),
+                                              env("RLOCK_RESTART_GRACE")};
     const int code = close_stdout(
         dispatch(rlock::cli::parse_command_line(args, environment)));
     if (const int signal = rlock::proc::pending_end_signal()) {

@@ -24,6 +24,9 @@ show() {
 step "Starting a throwaway redis-server on loopback"
 redis_start "$dir"
 export RLOCK_URL
+# A server that has just started grants no lock for --restart-grace (30 s by
+# default); this one has no holders from before a restart to wait for.
+export RLOCK_RESTART_GRACE=0
 echo "RLOCK_URL=$RLOCK_URL (pid $(cat "$REDIS_PIDFILE"))"
 
 step "Two runs of the same lock contend and take turns"

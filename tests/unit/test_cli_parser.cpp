@@ -166,6 +166,10 @@ TEST_CASE("usage errors name the option and quote the value") {
            {"--kill-after 25s"}},
           {{"-v", "-q", "x", "true"}, {"--verbose", "--quiet"}},
           {{"status", "a\tb"}, {"NAME", "'a\\tb'"}},
+          {{"--restart-grace", "-1s", "x", "true"},
+           {"--restart-grace", "'-1s'"}},
+          {{"acquire", "--restart-grace", "soon", "x"},
+           {"--restart-grace", "'soon'"}},
       };
   for (const auto& [args, fragments] : cases) {
     const auto message = usage_error(args);
@@ -174,6 +178,32 @@ TEST_CASE("usage errors name the option and quote the value") {
     for (const auto& fragment : fragments) {
       CHECK_THAT(message, Catch::Contains(fragment));
     }
+  }
+}
+
+TEST_CASE("--restart-grace, then $RLOCK_RESTART_GRACE, then 30s; 0 is off") {
+  CHECK(parse_run({"x", "true"}).server.restart_grace == 30s);
+  Environment environment;
+  environment.restart_grace = "45s";
+  CHECK(parse_run({"x", "true"}, environment).server.restart_grace == 45s);
+  CHECK(parse_run({"--restart-grace", "0", "x", "true"}, environment)
+            .server.restart_grace
+        == 0s);
+  const auto acquire = parse({"acquire", "--restart-grace=2m", "x"});
+  CHECK(std::get<StepOptions>(acquire).server.restart_grace == 2min);
+  const auto wait = parse({"wait", "x"}, environment);
+  CHECK(std::get<StepOptions>(wait).server.restart_grace == 45s);
+  // Only the commands that take a lock or wait for one have it.
+  CHECK_FALSE(usage_error({"check", "--restart-grace", "1s", "x"}).empty());
+  environment.restart_grace = "1y";
+  try {
+    parse({"x", "true"}, environment);
+    FAIL("no usage error");
+  } catch (const rlock::Error& e) {
+    CHECK(e.exit_code() == 64);
+    CHECK_THAT(e.what(),
+               Catch::Contains("RLOCK_RESTART_GRACE")
+                   && Catch::Contains("'1y'"));
   }
 }
 

@@ -17,6 +17,9 @@ struct ServerOptions {
   redis::Endpoint endpoint;
   redis::ConnectOptions connect;
   std::string prefix = "rlock:";
+  // --restart-grace (run, acquire, wait): a server up less than this grants
+  // no lock; zero: off.
+  Duration restart_grace{};
 };
 
 // rlock [OPTIONS] NAME COMMAND [ARG...]
@@ -91,6 +94,7 @@ struct Environment {
   std::optional<std::string> rlock_password; // $RLOCK_PASSWORD
   std::optional<std::string> rediscli_auth;  // $REDISCLI_AUTH
   std::optional<std::string> rlock_name;     // $RLOCK_NAME: $RLOCK_TOKEN's lock
+  std::optional<std::string> restart_grace;  // $RLOCK_RESTART_GRACE
 };
 
 } // namespace rlock::cli

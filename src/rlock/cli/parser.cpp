@@ -178,6 +178,13 @@ add_wait_options(CLI::App& app, RawOptions& raw, bool with_nonblock) {
                "give up after D; -w 0 is -n (forever)")
       ->type_name("D")
       ->group(waiting);
+  add_optional(app,
+               "--restart-grace",
+               raw.restart_grace,
+               "take no lock from a server up less than D;\n"
+               "0 turns it off ($RLOCK_RESTART_GRACE, 30s)")
+      ->type_name("D")
+      ->group(waiting);
   app.add_option("-E,--conflict-exit-code",
                  raw.conflict_exit_code,
                  "exit code when not acquired, 0..255 (75)")
@@ -537,6 +544,7 @@ run_options(const RawOptions& raw,
   options.wait = detail::optional_duration_of(raw.wait, "--wait", true);
   options.nonblock = raw.nonblock || options.wait == Duration::zero();
   options.fair = raw.fair;
+  options.server.restart_grace = detail::restart_grace_of(raw, environment);
   options.conflict_exit_code = detail::exit_code_of(raw.conflict_exit_code);
   options.kill_signal = value_or_usage_error(
       proc::parse_signal(raw.kill_signal), "--kill-signal");
@@ -625,6 +633,9 @@ step_options(Action action,
   options.wait = detail::optional_duration_of(raw.wait, "--wait", true);
   options.nonblock = raw.nonblock || options.wait == Duration::zero();
   options.fair = raw.fair;
+  if (action == Action::acquire || action == Action::wait) {
+    options.server.restart_grace = detail::restart_grace_of(raw, environment);
+  }
   options.conflict_exit_code = detail::exit_code_of(raw.conflict_exit_code);
   if (raw.json && raw.env) {
     throw_usage("--json and --env exclude each other");

@@ -1,5 +1,6 @@
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/lock/keys.hpp>
+#include <rlock/lock/restart_grace.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 
@@ -38,6 +39,17 @@ optional_duration_of(const std::optional<std::string>& text,
     return std::nullopt;
   }
   return duration_of(*text, option, allow_zero);
+}
+
+Duration
+restart_grace_of(const RawOptions& raw, const Environment& environment) {
+  if (raw.restart_grace) {
+    return duration_of(*raw.restart_grace, "--restart-grace", true);
+  }
+  if (environment.restart_grace) {
+    return duration_of(*environment.restart_grace, "RLOCK_RESTART_GRACE", true);
+  }
+  return lock::k_default_restart_grace;
 }
 
 int

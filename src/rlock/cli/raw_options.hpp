@@ -20,6 +20,7 @@ struct RawOptions {
   std::optional<std::string> url;
   std::optional<std::string> prefix;
   std::optional<std::string> wait;
+  std::optional<std::string> restart_grace;
   std::optional<std::string> ttl;
   std::optional<std::string> kill_after;
   std::optional<std::string> password_file;
@@ -63,6 +64,11 @@ std::optional<Duration>
 optional_duration_of(const std::optional<std::string>& text,
                      const std::string& option,
                      bool allow_zero);
+
+// Returns --restart-grace, else $RLOCK_RESTART_GRACE, else the default; zero
+// turns it off.
+Duration restart_grace_of(const RawOptions& raw,
+                          const Environment& environment);
 
 // Returns --conflict-exit-code's value, 0..255.
 int exit_code_of(const std::string& text);

@@ -378,11 +378,14 @@ report_not_acquired(const std::string& name,
                     const std::optional<Duration>& wait,
                     const lock::AcquireAttempt& attempt) {
   const std::string holder = printable(attempt.holder);
+  const bool held_back = !attempt.held_back.empty();
+  const std::string why = held_back ? attempt.held_back : "held by " + holder;
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(name) + " after "
-                + format_duration(*wait) + "; held by " + holder);
+                + format_duration(*wait) + "; " + why);
   } else {
-    log::info("not acquired: " + quote(name) + " is held by " + holder);
+    log::info("not acquired: " + quote(name) + (held_back ? ": " : " is ")
+              + why);
   }
 }
 

@@ -84,10 +84,15 @@ acquire(const StepOptions& options,
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
+    const auto& held_back = outcome.attempt.held_back;
     if (options.wait && *options.wait > Duration::zero()) {
       log::notice("gave up waiting for " + quote(keys.name) + " after "
-                  + format_duration(*options.wait) + "; held by "
-                  + printable(outcome.attempt.holder));
+                  + format_duration(*options.wait) + "; "
+                  + (held_back.empty()
+                         ? "held by " + printable(outcome.attempt.holder)
+                         : held_back));
+    } else if (!held_back.empty()) {
+      log::info("not acquired: " + quote(keys.name) + ": " + held_back);
     }
     return options.conflict_exit_code;
   }
@@ -169,7 +174,8 @@ wait_until_free(const StepOptions& options,
   const auto outcome = lock::wait_until_free(
       connection,
       keys,
-      lock::WaitOptions{false, options.wait, false},
+      lock::WaitOptions{
+          false, options.wait, false, options.server.restart_grace},
       make_wait_hooks(options.server, signals, connection));
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {

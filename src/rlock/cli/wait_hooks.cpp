@@ -68,6 +68,8 @@ lock::WaitOutcome
 acquire_or_undo(redis::Connection& connection,
                 const LockWait& wait,
                 const proc::SignalBlock& signals) {
+  lock::WaitOptions options = wait.options;
+  options.restart_grace = wait.server.restart_grace;
   try {
     auto outcome =
         lock::wait_for_lock(connection,
@@ -75,7 +77,7 @@ acquire_or_undo(redis::Connection& connection,
                             wait.token,
                             wait.ttl,
                             wait.holder,
-                            wait.options,
+                            options,
                             make_wait_hooks(wait.server, signals, connection));
     if (outcome.uncertain
         && outcome.kind != lock::WaitOutcome::Kind::acquired) {

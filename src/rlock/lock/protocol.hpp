@@ -37,6 +37,9 @@ struct AcquireAttempt {
   std::int64_t holder_ttl_ms = 0;
   // When not acquired: how long the holder has held it.
   std::int64_t held_ms = 0;
+  // When not acquired because the server started too recently
+  // (--restart-grace): why, for people; retry_ms is when the grace ends.
+  std::string held_back;
 };
 
 // A lock broken by release --force.

@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 namespace rlock::lock {
@@ -95,8 +96,25 @@ Renewer::run() {
 
 void
 Renewer::renew_until_lost() {
+  connect_early();
   BootTime next = BootTime(m_last_sent_ns.load()) + m_timing.renew_interval;
-  while (sleep_until(next)) {
+  BootTime last_try = BootTime(m_last_sent_ns.load());
+  while (true) {
+    const Wake wake = sleep_until(next);
+    if (wake == Wake::stopped) {
+      return;
+    }
+    if (wake == Wake::closed) {
+      // The server restarted (the lease may be gone: the child must hear
+      // of it now, not at the next slot) or dropped an idle client (its
+      // `timeout`). A renewal on a new connection tells which, silently:
+      // nothing was lost. At most one per retry delay, should the server
+      // close every connection at once.
+      m_connection.reset();
+      next = std::max(boot_now(), last_try + m_timing.retry_delay);
+      continue;
+    }
+    last_try = boot_now();
     const BootTime deadline = kill_deadline();
     if (boot_now() >= deadline) {
       const auto failure = last_failure();
@@ -201,19 +219,53 @@ Renewer::report_failure(BootTime deadline, const std::string& error) {
   }
 }
 
-bool
-Renewer::sleep_until(BootTime when) const {
+// Sleeps until `when`, watching the stop request and the idle connection.
+Renewer::Wake
+Renewer::sleep_until(BootTime when) {
   while (true) {
     const auto left = when - boot_now();
     if (left <= Duration::zero()) {
-      return true;
+      return Wake::due;
     }
-    pollfd stop{m_stop.get(), POLLIN, 0};
+    std::array<pollfd, 2> fds{
+        {{m_stop.get(), POLLIN, 0},
+         {m_connection ? m_connection->fd() : -1, POLLIN | POLLRDHUP, 0}}};
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-    if (::poll(&stop, 1, static_cast<int>(std::min<std::int64_t>(ms, 60'000)))
-        > 0) {
-      return false;
+    ::poll(fds.data(),
+           fds.size(),
+           static_cast<int>(std::min<std::int64_t>(ms, 60'000)));
+    if (fds[0].revents != 0) {
+      return Wake::stopped;
     }
+    if (fds[1].revents != 0 && idle_connection_broken()) {
+      return Wake::closed;
+    }
+  }
+}
+
+// True when the server closed the idle connection or sent it something
+// unasked for: unusable either way. A TLS record without data (a session
+// ticket after the handshake) is neither; reading it quiets the socket.
+bool
+Renewer::idle_connection_broken() {
+  try {
+    return m_connection->take_arrived_reply(true).has_value();
+  } catch (const Error&) {
+    return true;
+  }
+}
+
+// Connects before the first renewal is due, so that sleep_until() notices a
+// server going away from the start. A failure is left to that renewal.
+void
+Renewer::connect_early() {
+  redis::ConnectOptions bounded = m_options;
+  bounded.connect_timeout =
+      std::min(m_options.connect_timeout, m_timing.renew_interval);
+  try {
+    m_connection.emplace(redis::Connection::open(m_endpoint, bounded));
+  } catch (const Error&) {
+    m_connection.reset();
   }
 }
 

@@ -15,8 +15,11 @@ namespace rlock::lock {
 
 // Keeps a held lease alive from a thread of its own, on a connection of its
 // own: renews every ttl/3, retries a failed renewal promptly with each attempt
-// bounded by the validity left, and reconnects when needed. The owner watches
-// kill_deadline() and loss(), woken through wakeup_fd().
+// bounded by the validity left, and reconnects when needed. Between renewals
+// it watches that connection: when the server closes it (a restart, or its
+// idle `timeout`), it renews at once on a new one, so that a lease lost to
+// an empty restart is noticed then. The owner watches kill_deadline() and
+// loss(), woken through wakeup_fd().
 class Renewer {
 public:
   // Starts renewing the lease `token` holds since the request sent at `sent`.
@@ -53,9 +56,14 @@ public:
   void stop();
 
 private:
+  // What ended a sleep.
+  enum class Wake { due, closed, stopped };
+
   void run();
   void renew_until_lost();
-  bool sleep_until(BootTime when) const;
+  void connect_early();
+  Wake sleep_until(BootTime when);
+  bool idle_connection_broken();
   bool renew_once(BootTime deadline);
   std::optional<std::string> cut_short_reason(std::int64_t remaining_ms) const;
   void mark_lost(const std::string& reason);

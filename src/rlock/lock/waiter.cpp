@@ -1,3 +1,4 @@
+#include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/redis/errors.hpp>
 #include <rlock/util/error.hpp>
@@ -270,6 +271,14 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
 // when the holder or the place changes.
 void
 Waiter::report(const AcquireAttempt& attempt) {
+  if (!attempt.held_back.empty()) {
+    // The `busy` event went out already; the line only once.
+    if (m_last_report != "held back") {
+      m_last_report = "held back";
+      log::info("waiting for " + quote(m_keys.name) + ": " + attempt.held_back);
+    }
+    return;
+  }
   std::string who = printable(attempt.holder);
   if (!attempt.command.empty()) {
     who += " (" + printable(attempt.command) + ")";
@@ -324,7 +333,14 @@ wait_for_lock(redis::Connection& connection,
   const Duration queue_ttl =
       options.fair && !options.nonblock ? k_queue_entry_ttl : Duration::zero();
   auto attempt = [&] {
-    return try_acquire(connection, keys, token, ttl, holder, queue_ttl);
+    return attempt_after_grace(
+        connection,
+        keys.name,
+        options.restart_grace,
+        [&] {
+          return try_acquire(connection, keys, token, ttl, holder, queue_ttl);
+        },
+        [&] { release(connection, keys, token); });
   };
   std::function<void()> leave;
   if (options.fair) {
@@ -342,14 +358,23 @@ wait_until_free(redis::Connection& connection,
                 const WaitHooks& hooks) {
   // Only the released channel matters; the token names no wake channel.
   static const std::string k_no_token = "-";
-  return Waiter([&] { return peek(connection, keys); },
-                [&] { return lease_remaining_ms(connection, keys); },
-                keys,
-                k_no_token,
-                std::chrono::seconds(30),
-                options,
-                hooks,
-                nullptr)
+  auto look = [&] {
+    return attempt_after_grace(
+        connection,
+        keys.name,
+        options.restart_grace,
+        [&] { return peek(connection, keys); },
+        nullptr);
+  };
+  return Waiter(
+             look,
+             [&] { return lease_remaining_ms(connection, keys); },
+             keys,
+             k_no_token,
+             std::chrono::seconds(30),
+             options,
+             hooks,
+             nullptr)
       .run();
 }
 

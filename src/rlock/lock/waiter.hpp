@@ -21,6 +21,9 @@ struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
   bool fair = false;               // --fair: wait in the FIFO queue
+  // --restart-grace: a server up less than this grants nothing (a waiter
+  // sleeps until it has been up that long); zero turns it off.
+  Duration restart_grace{};
 };
 
 // What the waiter needs from its caller.

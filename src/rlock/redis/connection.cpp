@@ -102,10 +102,37 @@ Connection::read_reply() {
   flush();
   for (;;) {
     if (auto reply = take_parsed_reply()) {
-      return std::move(*reply);
+      if (m_aside_pending == 0) {
+        return std::move(*reply);
+      }
+      --m_aside_pending;
+      m_aside = std::move(*reply);
+      continue;
     }
     read_more(true);
   }
+}
+
+void
+Connection::append_aside(const std::vector<std::string>& args) {
+  append(args);
+  ++m_aside_pending;
+  m_aside.reset();
+}
+
+std::optional<Reply>
+Connection::take_aside_reply() {
+  return std::exchange(m_aside, std::nullopt);
+}
+
+std::optional<BootTime>
+Connection::server_started() const {
+  return m_server_started;
+}
+
+void
+Connection::set_server_started(BootTime started) {
+  m_server_started = started;
 }
 
 std::optional<Reply>

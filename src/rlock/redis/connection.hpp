@@ -5,6 +5,7 @@
 #include <rlock/redis/stream.hpp>
 #include <rlock/redis/tls.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/util/clock.hpp>
 #include <rlock/util/duration.hpp>
 
 #include <memory>
@@ -42,6 +43,21 @@ public:
   // Returns the next reply of a pipeline. Throws as command() does.
   Reply read_reply();
 
+  // Queues a command that goes out with the next one, its reply kept for
+  // take_aside_reply() instead of being returned by read_reply(): a question
+  // that rides along without a round trip of its own. Only with no reply
+  // pending.
+  void append_aside(const std::vector<std::string>& args);
+
+  // Returns the reply to the last append_aside() once read_reply() met it.
+  std::optional<Reply> take_aside_reply();
+
+  // The latest instant, by our clock, at which the server can have started,
+  // once learned on this connection (a restart ends the connection, so it
+  // holds for the connection's life); nothing until then.
+  std::optional<BootTime> server_started() const;
+  void set_server_started(BootTime started);
+
   // Returns a reply that has fully arrived, without blocking: first reads
   // what the socket holds when `read_socket`, then takes one buffered reply.
   // Nothing when no reply is complete. Throws as command() does.
@@ -70,6 +86,9 @@ private:
   std::string m_input;  // bytes read, not yet given to m_reader
   Endpoint m_endpoint;
   Duration m_io_timeout{};
+  int m_aside_pending = 0; // replies to set aside before the next one
+  std::optional<Reply> m_aside;
+  std::optional<BootTime> m_server_started;
 };
 
 // Throws Error (unavailable) when `reply` is an error reply: "<what>: <error>".

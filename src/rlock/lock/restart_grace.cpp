@@ -1,0 +1,156 @@
+#include <rlock/lock/restart_grace.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/events.hpp>
+#include <rlock/util/exit_codes.hpp>
+#include <rlock/util/text.hpp>
+
+#include <algorithm>
+#include <charconv>
+
+namespace rlock::lock {
+
+namespace {
+
+using std::chrono::seconds;
+
+[[noreturn]] void
+unknown_start(const std::string& address, const std::string& why) {
+  throw Error(exit_code::k_unavailable,
+              "cannot tell when the Redis server at " + address + " started ("
+                  + why + "); allow INFO or set --restart-grace 0");
+}
+
+// "3s", "27s", "2m10s": whole seconds, as INFO counts them.
+std::string
+format_whole_seconds(seconds duration) {
+  return duration < std::chrono::minutes(1)
+             ? std::to_string(duration.count()) + "s"
+             : format_duration(duration);
+}
+
+// Returns the latest start the INFO reply set aside on `connection` allows.
+BootTime
+start_from_info(redis::Connection& connection) {
+  const auto reply = connection.take_aside_reply();
+  const BootTime received = boot_now();
+  const auto address = connection.address();
+  if (!reply) {
+    unknown_start(address, "no reply to INFO");
+  }
+  const redisReply* info = reply->get();
+  if (info->type == REDIS_REPLY_ERROR) {
+    unknown_start(address,
+                  "INFO refused: "
+                      + printable(std::string(info->str, info->len)));
+  }
+  if (info->type != REDIS_REPLY_STRING) {
+    unknown_start(address, "unexpected reply to INFO");
+  }
+  const auto uptime = uptime_of(std::string_view(info->str, info->len));
+  if (!uptime) {
+    unknown_start(address, "INFO has no uptime_in_seconds");
+  }
+  return latest_start(*uptime, received);
+}
+
+} // namespace
+
+std::optional<std::int64_t>
+uptime_of(std::string_view info) {
+  constexpr std::string_view k_field = "uptime_in_seconds:";
+  std::size_t at = 0;
+  while ((at = info.find(k_field, at)) != std::string_view::npos) {
+    if (at == 0 || info[at - 1] == '\n') {
+      const auto value = info.substr(at + k_field.size());
+      std::int64_t uptime = -1;
+      const auto [end, error] =
+          std::from_chars(value.data(), value.data() + value.size(), uptime);
+      const bool line_ends =
+          end == value.data() + value.size() || *end == '\r' || *end == '\n';
+      if (error == std::errc() && line_ends && uptime >= 0) {
+        return uptime;
+      }
+      return std::nullopt;
+    }
+    at += k_field.size();
+  }
+  return std::nullopt;
+}
+
+BootTime
+latest_start(std::int64_t uptime_seconds, BootTime received) {
+  // Redis counts whole seconds of its wall clock from a start time cut to
+  // whole seconds too: more than uptime - 1 seconds have passed, not always
+  // uptime. The reply left after that count was taken, so `received` only
+  // makes the start later.
+  const auto surely_up = std::max<std::int64_t>(uptime_seconds - 1, 0);
+  return received - seconds(surely_up);
+}
+
+std::optional<AcquireAttempt>
+held_back(const std::string& address,
+          BootTime started,
+          Duration grace,
+          BootTime now) {
+  const Duration left = started + grace - now;
+  if (left <= Duration::zero()) {
+    return std::nullopt;
+  }
+  const auto up =
+      std::chrono::floor<seconds>(std::max(now - started, Duration::zero()));
+  const auto left_ms = std::chrono::ceil<std::chrono::milliseconds>(left);
+  AcquireAttempt attempt;
+  attempt.sent = now;
+  attempt.retry_ms = left_ms.count();
+  attempt.held_back = "the Redis server at " + address + " started "
+                      + format_whole_seconds(up)
+                      + " ago; no lock is granted for another "
+                      + format_whole_seconds(std::chrono::ceil<seconds>(left))
+                      + " (--restart-grace)";
+  return attempt;
+}
+
+AcquireAttempt
+attempt_after_grace(redis::Connection& connection,
+                    const std::string& name,
+                    Duration grace,
+                    const std::function<AcquireAttempt()>& attempt,
+                    const std::function<void()>& undo) {
+  if (grace <= Duration::zero()) {
+    return attempt();
+  }
+  if (const auto started = connection.server_started()) {
+    if (auto busy =
+            held_back(connection.address(), *started, grace, boot_now())) {
+      return *busy;
+    }
+    return attempt();
+  }
+  connection.append_aside({"INFO", "server"});
+  AcquireAttempt result = attempt();
+  std::optional<AcquireAttempt> busy;
+  try {
+    const BootTime started = start_from_info(connection);
+    connection.set_server_started(started);
+    busy = held_back(connection.address(), started, grace, boot_now());
+  } catch (const Error&) {
+    if (result.acquired && undo) {
+      undo();
+    }
+    throw;
+  }
+  if (!busy) {
+    return result;
+  }
+  // Granted by a server that may not know of a lease still running: give
+  // it back before anyone relies on it.
+  if (result.acquired && undo) {
+    undo();
+  }
+  events::emit("busy",
+               name,
+               {{"reason", busy->held_back}, {"retry_ms", busy->retry_ms}});
+  return *busy;
+}
+
+} // namespace rlock::lock

@@ -1,0 +1,126 @@
+// --restart-grace against a real redis-server, started by
+// tests/lib/with-redis.sh a moment ago: well within an hour's grace.
+#include <rlock/lock/restart_grace.hpp>
+#include <rlock/redis/url.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/random.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+using namespace std::chrono_literals;
+using namespace rlock;
+
+namespace {
+
+redis::Endpoint
+endpoint(const std::string& login = "") {
+  const char* url = std::getenv("RLOCK_TEST_URL");
+  if (url == nullptr) {
+    FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
+  }
+  std::string text = url;
+  if (!login.empty()) {
+    text.insert(text.find("//") + 2, login + "@");
+  }
+  return redis::parse_url(text).value();
+}
+
+lock::LockKeys
+fresh_keys() {
+  return lock::keys_for("test:", "grace-" + random_token().substr(0, 8));
+}
+
+const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
+
+// An acquire behind the grace, undone by a release, as the waiter does it.
+lock::AcquireAttempt
+acquire(redis::Connection& c,
+        const lock::LockKeys& keys,
+        const std::string& token,
+        Duration grace) {
+  return lock::attempt_after_grace(
+      c,
+      keys.name,
+      grace,
+      [&] { return lock::try_acquire(c, keys, token, 30s, k_holder); },
+      [&] { lock::release(c, keys, token); });
+}
+
+// How often the server ran `command`, from INFO commandstats.
+long
+calls(redis::Connection& c, const std::string& command) {
+  const auto reply = c.command({"INFO", "commandstats"});
+  const std::string text(reply->str, reply->len);
+  const auto at = text.find("cmdstat_" + command + ":calls=");
+  if (at == std::string::npos) {
+    return 0;
+  }
+  return std::stol(text.substr(text.find('=', at) + 1));
+}
+
+bool
+exists(redis::Connection& c, const std::string& key) {
+  return c.command({"EXISTS", key})->integer == 1;
+}
+
+} // namespace
+
+TEST_CASE("a fresh server: the first acquire, granted, is undone and busy") {
+  auto c = redis::Connection::open(endpoint(), {});
+  const auto keys = fresh_keys();
+  // The first acquire after a restart finds no script cached: EVAL follows
+  // EVALSHA, behind the INFO set aside.
+  c.command({"SCRIPT", "FLUSH"});
+  const auto attempt = acquire(c, keys, "t1", 1h);
+  CHECK_FALSE(attempt.acquired);
+  CHECK(attempt.retry_ms > 3'500'000);
+  CHECK(attempt.retry_ms <= 3'600'000);
+  CHECK_THAT(attempt.held_back, Catch::Contains("(--restart-grace)"));
+  CHECK(c.server_started().has_value());
+  CHECK_FALSE(exists(c, keys.lock));
+}
+
+TEST_CASE("the server's start is asked once per connection") {
+  auto c = redis::Connection::open(endpoint(), {});
+  auto probe = redis::Connection::open(endpoint(), {});
+  const auto keys = fresh_keys();
+  CHECK_FALSE(acquire(c, keys, "t1", 1h).acquired);
+  const long info = calls(probe, "info");
+  const long evalsha = calls(probe, "evalsha");
+  // Held back again: nothing is sent.
+  CHECK_FALSE(acquire(c, keys, "t1", 1h).acquired);
+  CHECK(calls(probe, "evalsha") == evalsha);
+  // Past a grace of a millisecond: the acquire alone.
+  CHECK(acquire(c, keys, "t1", 1ms).acquired);
+  CHECK(calls(probe, "evalsha") == evalsha + 1);
+  // Only probe's own: the first count and the three evalsha counts.
+  CHECK(calls(probe, "info") == info + 4);
+}
+
+TEST_CASE("no grace: the acquire alone, no INFO") {
+  auto c = redis::Connection::open(endpoint(), {});
+  const auto keys = fresh_keys();
+  CHECK(acquire(c, keys, "t1", 0s).acquired);
+  CHECK_FALSE(c.server_started().has_value());
+}
+
+TEST_CASE("a user who may not run INFO: an error naming the remedy, no lock") {
+  auto admin = redis::Connection::open(endpoint(), {});
+  const std::string user = "noinfo" + random_token().substr(0, 6);
+  admin.command(
+      {"ACL", "SETUSER", user, "on", "nopass", "~*", "&*", "+@all", "-info"});
+  const auto keys = fresh_keys();
+  try {
+    auto c = redis::Connection::open(endpoint(user + ":x"), {});
+    acquire(c, keys, "t1", 1h);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(),
+               Catch::Contains("INFO refused: NOPERM")
+                   && Catch::Contains("--restart-grace 0"));
+  }
+  CHECK_FALSE(exists(admin, keys.lock));
+  admin.command({"ACL", "DELUSER", user});
+}
