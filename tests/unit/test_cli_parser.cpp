@@ -109,13 +109,10 @@ TEST_CASE("status takes names, --json and server options on either side") {
 }
 
 TEST_CASE("the URL and prefix come from options, then the environment") {
-  Environment environment{"redis://from-rlock-url:1",
-                          "redis://from-redis-url:2",
-                          "env:",
-                          {},
-                          {},
-                          {},
-                          {}};
+  Environment environment;
+  environment.rlock_url = "redis://from-rlock-url:1";
+  environment.redis_url = "redis://from-redis-url:2";
+  environment.rlock_prefix = "env:";
   auto options = parse_run({"x", "true"}, environment);
   CHECK(options.server.endpoint.host == "from-rlock-url");
   CHECK(options.server.prefix == "env:");
