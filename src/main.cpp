@@ -12,6 +12,7 @@
 #include <rlock/util/log.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,6 +63,9 @@ dispatch(const rlock::cli::ParsedCommand& command) {
 int
 main(int argc, char** argv) {
   rlock::proc::remember_argv(argc, argv);
+  // An ignored SIGCHLD is inherited across exec, and with it the kernel
+  // reaps our children unseen: rlock would never see its command end.
+  std::signal(SIGCHLD, SIG_DFL);
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
     const rlock::cli::Environment environment{env("RLOCK_URL"),
