@@ -40,21 +40,37 @@ arm(int timer_fd, std::int64_t kill_at_ns) {
   timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
 }
 
-// Returns the processes of the run: rlock's tree while rlock lives (it is
-// their subreaper, so orphans stay in it), and whatever carries the marker.
-// A dead rlock's pid may belong to a stranger: its tree is left alone then.
-std::vector<pid_t>
-processes_of_run(pid_t rlock, const std::string& marker) {
-  std::vector<pid_t> found;
-  if (getppid() == rlock) {
-    found = descendants_of(rlock, getpid());
-  }
-  for (const pid_t pid : processes_with_environment_entry(marker)) {
-    if (pid != getpid() && pid != rlock) {
-      found.push_back(pid);
+// Stops each of `pids` not stopped yet; true when there was one.
+bool
+stop_new(const std::vector<pid_t>& pids, std::vector<pid_t>& stopped) {
+  bool found_new = false;
+  for (const pid_t pid : pids) {
+    if (pid != getpid()
+        && std::find(stopped.begin(), stopped.end(), pid) == stopped.end()) {
+      kill(pid, SIGSTOP);
+      stopped.push_back(pid);
+      found_new = true;
     }
   }
-  return found;
+  return found_new;
+}
+
+// Stops the processes of the run and returns true when one was new: first
+// rlock's tree while rlock lives (it is their subreaper, so orphans stay in
+// it; a dead rlock's pid may be a stranger's), then whatever carries the
+// marker. The tree goes first: reading another process's environment can
+// wait on that process's memory lock.
+bool
+stop_sweep(pid_t rlock,
+           const std::string& marker,
+           std::vector<pid_t>& stopped) {
+  bool found_new = false;
+  if (getppid() == rlock) {
+    found_new = stop_new(descendants_of(rlock, getpid()), stopped);
+  }
+  std::vector<pid_t> marked = processes_with_environment_entry(marker);
+  std::erase(marked, rlock);
+  return stop_new(marked, stopped) || found_new;
 }
 
 // Stops everything of the run first, sweep after sweep until a sweep finds
@@ -65,15 +81,7 @@ kill_run(pid_t rlock, const WatchedRun& run) {
   std::vector<pid_t> stopped;
   kill(-run.group, SIGSTOP);
   for (int sweep = 0; sweep < k_max_sweeps; ++sweep) {
-    bool found_new = false;
-    for (const pid_t pid : processes_of_run(rlock, run.marker)) {
-      if (std::find(stopped.begin(), stopped.end(), pid) == stopped.end()) {
-        kill(pid, SIGSTOP);
-        stopped.push_back(pid);
-        found_new = true;
-      }
-    }
-    if (!found_new) {
+    if (!stop_sweep(rlock, run.marker, stopped)) {
       break;
     }
   }
@@ -81,8 +89,10 @@ kill_run(pid_t rlock, const WatchedRun& run) {
   for (const pid_t pid : stopped) {
     kill(pid, SIGKILL);
   }
-  // Anything that still slipped through (a sweep cap reached) gets SIGKILL.
-  for (const pid_t pid : processes_of_run(rlock, run.marker)) {
+  // Anything that slipped through (the sweep cap reached) gets SIGKILL too.
+  std::vector<pid_t> last;
+  stop_sweep(rlock, run.marker, last);
+  for (const pid_t pid : last) {
     kill(pid, SIGKILL);
   }
 }
