@@ -9,6 +9,8 @@
 #                     thread on a TSan build; fails on any race report
 #   make clang        build with clang, warnings as errors
 #   make bench        rlock against flock, etcd and redis-py (bench/RESULTS.md)
+#   make soak         randomized fault injection, SOAK_SECONDS (600) long;
+#                     SEED=N replays a run (tests/soak/README.md)
 #   make deb          build/rlock_VERSION_ARCH.deb (packaging/README.md)
 #   make dist         build/rlock-VERSION.tar.gz, the committed tree (git archive)
 #   make check-packaging  build, install and remove the .deb (root); parse the
@@ -22,6 +24,8 @@ CLANG_DIR ?= build-clang
 FUZZ_DIR ?= build-fuzz
 TSAN_DIR ?= build-tsan
 FUZZ_SECONDS ?= 20
+SOAK_SECONDS ?= 600
+SEED ?=
 JOBS ?= 2
 WERROR ?= ON
 PREFIX ?= /usr/local
@@ -38,10 +42,10 @@ CI_PACKAGES = clang clang-format shellcheck mandoc
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
 SHELL_FILES = tests/lib/redis.bash tests/lib/with-redis.sh tests/demo.sh \
   completions/rlock.bash packaging/install-deps .ci/run tests/packaging/deb.sh \
-  tests/fuzz/run
+  tests/fuzz/run tests/soak/run
 
 .PHONY: all build test demo asan clang check-format format lint install clean \
-  bench deb dist check-packaging fuzz tsan
+  bench deb dist check-packaging fuzz tsan soak
 
 all: build
 
@@ -117,6 +121,11 @@ install: build
 bench:
 	@$(MAKE) --no-print-directory build
 	bench/run $(BUILD_DIR)/rlock
+
+# The self-test (the planted unsafe locker must show overlaps) runs first.
+soak:
+	@$(MAKE) --no-print-directory build
+	SOAK_SECONDS=$(SOAK_SECONDS) SEED=$(SEED) tests/soak/run $(BUILD_DIR)/rlock
 
 deb:
 	@packaging/install-deps $(DEB_PACKAGES)

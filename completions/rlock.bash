@@ -46,7 +46,7 @@ _rlock_takes_value()
       --command | --kill-signal | --kill-after | --connect-timeout | \
       --io-timeout | --hold | --once-per | --events | --token | \
       --min-validity | --match | --interval | --password-file | --tls-ca | \
-      --tls-cert | --tls-key | --tls-server-name | -[wtEci])
+      --tls-cert | --tls-key | --tls-server-name | --restart-grace | -[wtEci])
       return 0
       ;;
   esac
@@ -131,15 +131,16 @@ _rlock_subcommand_options()
     status) echo "--json --wide --match --watch -i --interval $connection" ;;
     doctor) echo "-t --ttl --json $connection" ;;
     acquire)
-      echo "-n --nonblock -w --wait --timeout --fair -t --ttl -E" \
-        "--conflict-exit-code --json --env -v --verbose -q --quiet $connection"
+      echo "-n --nonblock -w --wait --timeout --fair --restart-grace -t --ttl" \
+        "-E --conflict-exit-code --json --env -v --verbose -q --quiet" \
+        "$connection"
       ;;
     extend) echo "--token -t --ttl -v --verbose -q --quiet $connection" ;;
     release) echo "--token --force -v --verbose -q --quiet $connection" ;;
     check) echo "--token --min-validity -v --verbose -q --quiet $connection" ;;
     wait)
-      echo "-w --wait --timeout -E --conflict-exit-code -v --verbose" \
-        "-q --quiet $connection"
+      echo "-w --wait --timeout --restart-grace -E --conflict-exit-code" \
+        "-v --verbose -q --quiet $connection"
       ;;
   esac
 }
@@ -270,7 +271,7 @@ _rlock()
       return 0
     fi
     local opts=(
-      -n --nonblock -w --wait --timeout --fair -t --ttl
+      -n --nonblock -w --wait --timeout --fair --restart-grace -t --ttl
       -E --conflict-exit-code -c --command --url --prefix
       --kill-signal --kill-after --connect-timeout --io-timeout
       --password-file --tls-ca --tls-cert --tls-key --tls-server-name

@@ -32,6 +32,7 @@ _rlock_help_option=(
 _rlock_wait_options=(
   '(-n --nonblock -w --wait --timeout)'{-n,--nonblock}'[fail at once if the lock is held]'
   '--fair[wait in line: first come, first served]'
+  '--restart-grace=[take no lock from a server up less than D (30s)]:duration:_rlock_durations'
   '(-n --nonblock -w --wait --timeout)'{-w+,--wait=,--timeout=}'[give up after D; -w 0 is -n]:duration:_rlock_durations'
   '(-E --conflict-exit-code)'{-E+,--conflict-exit-code=}'[exit code when not acquired, 0..255 (75)]:exit code:(75 0 1)'
 )
@@ -109,7 +110,7 @@ _rlock_takes_value() {
     (--url|--prefix|--wait|--timeout|--ttl|--conflict-exit-code|--command|\
 --kill-signal|--kill-after|--connect-timeout|--io-timeout|--hold|--once-per|\
 --events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
---tls-cert|--tls-key|--tls-server-name|-[wtEci])
+--tls-cert|--tls-key|--tls-server-name|--restart-grace|-[wtEci])
       return 0 ;;
   esac
   return 1
@@ -167,6 +168,7 @@ _rlock_subcommand() {
     (wait)
       opts=(
         '(-w --wait --timeout)'{-w+,--wait=,--timeout=}'[give up after D; -w 0 is -n]:duration:_rlock_durations'
+        '--restart-grace=[take no lock from a server up less than D (30s)]:duration:_rlock_durations'
         '(-E --conflict-exit-code)'{-E+,--conflict-exit-code=}'[exit code when -w runs out, 0..255 (75)]:exit code:(75 0 1)'
         $_rlock_output_options
         '1: :_rlock_names'

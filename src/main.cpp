@@ -11,6 +11,9 @@
 #include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -18,6 +21,25 @@
 #include <cstring>
 
 namespace {
+
+// Opens /dev/null on each of fds 0-2 that is closed, as gnulib's stdopen
+// does, so that no socket rlock opens becomes stdout or stderr and takes our
+// output. Opened the wrong way round (stdin for writing, stdout and stderr
+// for reading), so that using them still fails as a closed fd does: output
+// that could not be written is reported, not lost in silence.
+void
+open_closed_std_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) {
+      continue;
+    }
+    const int opened = ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+    if (opened != fd) {
+      // Failed, or fd was taken meanwhile: nothing safe to write to.
+      std::_Exit(rlock::exit_code::k_os_error);
+    }
+  }
+}
 
 std::optional<std::string>
 env(const char* name) {
@@ -62,6 +84,7 @@ dispatch(const rlock::cli::ParsedCommand& command) {
 
 int
 main(int argc, char** argv) {
+  open_closed_std_fds();
   rlock::proc::remember_argv(argc, argv);
   // An ignored SIGCHLD is inherited across exec, and with it the kernel
   // reaps our children unseen: rlock would never see its command end.
@@ -73,7 +96,8 @@ main(int argc, char** argv) {
                                               env("RLOCK_PREFIX"),
                                               env("RLOCK_TOKEN"),
                                               env("RLOCK_PASSWORD"),
-                                              env("REDISCLI_AUTH")};
+                                              env("REDISCLI_AUTH"),
+                                              env("RLOCK_NAME")};
     const int code = close_stdout(
         dispatch(rlock::cli::parse_command_line(args, environment)));
     if (const int signal = rlock::proc::pending_end_signal()) {

@@ -199,7 +199,7 @@ link_up() {
   check_lines
   only_warning persistence
   has "$(line_of persistence)" 'appendonly no, save ""' \
-    "a restart empties Redis" "fence counters start again at 1"
+    "a restart empties Redis" "every held lock vanishes"
   [ -z "$stderr" ]
 }
 
@@ -274,7 +274,7 @@ link_up() {
   only_warning clock
   # 5s, give or take the proxy's timing: 4.9s or 5.0s.
   [[ $(line_of clock) =~ clock\ is\ (4\.9|5\.0)s\ behind\ this\ host\'s ]]
-  has "$(line_of clock)" "--once-per" "leases are safe"
+  has "$(line_of clock)" "--once-per" "expires leases by its wall clock" "cut short"
   proxy 0 3
   run -1 --separate-stderr rl doctor --url "$PROXY_URL"
   [[ $(line_of clock) =~ clock\ is\ (2\.9|3\.0)s\ ahead\ of\ this\ host\'s ]]

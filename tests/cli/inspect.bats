@@ -134,7 +134,7 @@ fits() {
   for event in "${lines[@]:1:${#lines[@]}-2}"; do
     [ "$event" = renewed ]
   done
-  [ "$(jq -c 'select(.event == "acquired") | [.fence, .waited_ms >= 0]' "$ev")" = '[1,true]' ]
+  [ "$(jq -c 'select(.event == "acquired") | [.fence > 1, .waited_ms >= 0]' "$ev")" = '[true,true]' ]
   [ "$(jq -c 'select(.event == "renewed") | .ttl_ms' "$ev" | sort -u)" = 300 ]
   [ "$(jq -c 'select(.event == "released") | .held_ms >= 500' "$ev")" = true ]
 }

@@ -176,9 +176,9 @@ renewal_failed() {
 }
 
 # Redis checks OOM at a script's first write only, and only for a write that
-# can grow memory: the acquire script's first write is therefore its INCR of
-# the fence (before, a ZREM leaving the --fair queue came first and let the
-# whole script through; the renewals were refused later, 70).
+# can grow memory: the acquire script's first write is therefore its SET of
+# the fence (a ZREM of a dead --fair queue entry first would let the whole
+# script through); renewals write PEXPIRE first and get through (fences.bats).
 @test "a server over maxmemory with noeviction: 69, one line naming OOM; COMMAND never runs; nothing changed" {
   local before
   nf_redis r

@@ -49,8 +49,9 @@ freeze() {
 # A TCP proxy between rlock and Redis that freezes rlock (SIGSTOP to the pid
 # in ./rlock.pid, once) at a chosen moment, writes ./stopped, and continues
 # it HOLD seconds later:
-#   renew    a renewal's reply (":1") comes 0.3 s late (a slow link), and
-#            rlock is frozen with it in flight
+#   renew    a renewal's reply (a successful reply on a connection that
+#            never carried the command line, so not the acquire's) comes
+#            0.3 s late (a slow link), and rlock is frozen with it in flight
 #   acquire  just before forwarding the reply that grants the lock
 # Writes its port to PORTFILE once it listens.
 PROXY='
@@ -63,10 +64,13 @@ def freeze_rlock():
     os.kill(pid, signal.SIGSTOP)
     open("stopped", "w").write("1")
     asyncio.get_running_loop().call_later(hold, os.kill, pid, signal.SIGCONT)
-async def pipe(r, w, down):
+async def pipe(r, w, down, conn):
     try:
         while data := await r.read(65536):
-            if down and mode == "renew" and data == b":1\r\n":
+            if not down and b"sleep" in data:
+                conn["acquires"] = True
+            granted = data == b":1\r\n" or data.startswith(b"*2\r\n:1\r\n")
+            if down and mode == "renew" and granted and "acquires" not in conn:
                 await asyncio.sleep(0.3)
                 freeze_rlock()
             if down and mode == "acquire" and data.startswith(b"*2\r\n:1\r\n"):
@@ -78,7 +82,8 @@ async def pipe(r, w, down):
     w.close()
 async def handle(cr, cw):
     sr, sw = await asyncio.open_connection("127.0.0.1", target)
-    await asyncio.gather(pipe(cr, sw, False), pipe(sr, cw, True))
+    conn = {}
+    await asyncio.gather(pipe(cr, sw, False, conn), pipe(sr, cw, True, conn))
 async def main():
     s = await asyncio.start_server(handle, "127.0.0.1", 0)
     with open(portfile + ".tmp", "w") as f:

@@ -1,6 +1,7 @@
 // parse_command_line on an argv split from the input at NUL bytes. A word
-// that starts with \x01..\x06 sets $RLOCK_URL, $REDIS_URL, $RLOCK_PREFIX,
-// $RLOCK_TOKEN, $RLOCK_PASSWORD or $REDISCLI_AUTH to the rest of it instead.
+// that starts with \x01..\x07 sets $RLOCK_URL, $REDIS_URL, $RLOCK_PREFIX,
+// $RLOCK_TOKEN, $RLOCK_PASSWORD, $REDISCLI_AUTH or $RLOCK_NAME to the rest of
+// it instead.
 // Bad input may only throw Error, with a one-line message; anything else is a
 // finding.
 #include <rlock/cli/parser.hpp>
@@ -17,7 +18,7 @@ namespace {
 // it is an argument.
 bool
 set_environment(std::string_view word, cli::Environment& environment) {
-  if (word.empty() || word[0] < 1 || word[0] > 6) {
+  if (word.empty() || word[0] < 1 || word[0] > 7) {
     return false;
   }
   std::optional<std::string>* fields[] = {&environment.rlock_url,
@@ -25,7 +26,8 @@ set_environment(std::string_view word, cli::Environment& environment) {
                                           &environment.rlock_prefix,
                                           &environment.rlock_token,
                                           &environment.rlock_password,
-                                          &environment.rediscli_auth};
+                                          &environment.rediscli_auth,
+                                          &environment.rlock_name};
   *fields[word[0] - 1] = std::string(word.substr(1));
   return true;
 }

@@ -1,7 +1,8 @@
 // Arbitrary bytes from a "server", fed in chunks to the reply reader; every
 // complete reply, and each element of it at any depth, goes through
 // throw_if_error, integer_of and string_of. Those may throw Error, and the
-// reader ProtocolError; anything else is a finding.
+// reader ProtocolError (ReplyTooLarge among them); anything else is a
+// finding, and so is a reply larger than ReplyLimits allows.
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/reply_reader.hpp>
 #include <rlock/util/error.hpp>
@@ -44,12 +45,40 @@ inspect(const redisReply* reply) {
   }
 }
 
+// Returns how many elements `reply` holds at every depth.
+std::int64_t
+elements_in(const redisReply* reply) {
+  std::int64_t count = 0;
+  if (reply->type == REDIS_REPLY_ARRAY) {
+    for (std::size_t i = 0; i < reply->elements; ++i) {
+      count += 1 + elements_in(reply->element[i]);
+    }
+  }
+  return count;
+}
+
+// A reply that got past ReplyLimits must be within them.
+void
+check_size(const redisReply* reply) {
+  if (elements_in(reply) > redis::ReplyLimits::k_max_elements) {
+    fuzz::finding("a reply has more elements than ReplyLimits allows",
+                  std::to_string(elements_in(reply)));
+  }
+  if (reply->type == REDIS_REPLY_STRING
+      && static_cast<std::int64_t>(reply->len)
+             > redis::ReplyLimits::k_max_length) {
+    fuzz::finding("a string is longer than ReplyLimits allows",
+                  std::to_string(reply->len));
+  }
+}
+
 // Takes every reply that is complete; false after a protocol error.
 bool
 drain(redis::ReplyReader& reader) {
   try {
     while (auto reply = reader.next()) {
       expect_error_only([&] { redis::throw_if_error(*reply, k_what); });
+      check_size(reply->get());
       inspect(reply->get());
     }
   } catch (const redis::ProtocolError&) {
@@ -61,12 +90,12 @@ drain(redis::ReplyReader& reader) {
 } // namespace
 
 // hiredis 0.14 allocates a multi-bulk reply's array as soon as it reads the
-// count, with no limit: "*1700000000\r\n" asks for 13.6 GB. Out in the world
-// calloc fails and hiredis reports "Out of memory"; here large allocations
-// fail the same way instead of tripping libFuzzer's malloc limit.
+// count, with no limit: "*1700000000\r\n" asks for 13.6 GB. ReplyLimits
+// refuses such a reply before hiredis reads it, so any allocation above
+// 256 MB is a finding (ASan reports it) rather than an "Out of memory".
 extern "C" const char*
 __asan_default_options() {
-  return "allocator_may_return_null=1:max_allocation_size_mb=256";
+  return "max_allocation_size_mb=256";
 }
 
 extern "C" int

@@ -96,11 +96,11 @@ TEST_CASE("a wrong token can neither renew nor release") {
   auto c = connect();
   const auto keys = fresh_keys();
   REQUIRE(acquire(c, keys, "right", 2s).acquired);
-  CHECK_FALSE(lock::renew(c, keys, "wrong", 60s));
+  CHECK_FALSE(lock::renew(c, keys, "wrong", 60s).held);
   CHECK(pttl(c, keys.lock) <= 2000);
   CHECK_FALSE(lock::release(c, keys, "wrong"));
   CHECK(c.command({"EXISTS", keys.lock})->integer == 1);
-  CHECK(lock::renew(c, keys, "right", 60s));
+  CHECK(lock::renew(c, keys, "right", 60s).held);
   CHECK(pttl(c, keys.lock) > 2000);
   CHECK(lock::release(c, keys, "right"));
   CHECK(c.command({"EXISTS", keys.lock})->integer == 0);
@@ -125,8 +125,125 @@ TEST_CASE("the fence strictly increases across releases and expiries") {
   const auto after_expiry = acquire(c, keys, "next");
   REQUIRE(after_expiry.acquired);
   CHECK(after_expiry.fence > expiring.fence);
-  // The counter outlives the lock, so the fence survives even a deleted lock.
-  CHECK(c.command({"PTTL", keys.fence})->integer == -1);
+  // The last fence outlives the lock for a bounded time only.
+  const auto kept = pttl(c, keys.fence);
+  CHECK(kept > 0);
+  CHECK(kept <= 1000);
+}
+
+namespace {
+
+std::int64_t
+server_time_us(redis::Connection& c) {
+  const auto time = c.command({"TIME"});
+  return std::stoll(time->element[0]->str) * 1'000'000
+         + std::stoll(time->element[1]->str);
+}
+
+} // namespace
+
+TEST_CASE("the fence strictly increases when Redis loses the fence key") {
+  // FLUSHALL, a restart without persistence and a failover to a replica that
+  // missed the last acquisition all lose the keys of a NAME.
+  auto c = connect();
+  const auto keys = fresh_keys();
+  std::int64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto attempt = acquire(c, keys, "t" + std::to_string(i));
+    REQUIRE(attempt.acquired);
+    CHECK(attempt.fence > last);
+    last = attempt.fence;
+    c.command({"DEL", keys.lock, keys.fence});
+  }
+}
+
+TEST_CASE("fences are the server's clock in microseconds, exact in JSON") {
+  auto c = connect();
+  const auto keys = fresh_keys();
+  const auto before = server_time_us(c);
+  const auto attempt = acquire(c, keys, "t");
+  const auto after = server_time_us(c);
+  REQUIRE(attempt.acquired);
+  CHECK(attempt.fence >= before);
+  CHECK(attempt.fence <= after);
+  CHECK(attempt.fence < (std::int64_t{1} << 53));
+  // status reads the same fence from the lock.
+  CHECK(std::stoll(c.command({"HGET", keys.lock, "fence"})->str)
+        == attempt.fence);
+}
+
+TEST_CASE("a fence ahead of the server's clock is kept until the clock passes "
+          "it") {
+  // As after the server's clock stepped back: the next fence goes on from the
+  // last one, and its key stays until the clock has caught up.
+  auto c = connect();
+  const auto keys = fresh_keys();
+  const auto ahead = server_time_us(c) + 60'000'000;
+  c.command({"SET", keys.fence, std::to_string(ahead)});
+  const auto attempt = acquire(c, keys, "t");
+  REQUIRE(attempt.acquired);
+  CHECK(attempt.fence == ahead + 1);
+  const auto kept = pttl(c, keys.fence);
+  CHECK(kept > 60'000);
+  CHECK(kept <= 61'100);
+}
+
+TEST_CASE("a NAME used once leaves no key behind a second after its release") {
+  auto c = connect();
+  const auto keys = fresh_keys();
+  REQUIRE(acquire(c, keys, "once").acquired);
+  REQUIRE(lock::release(c, keys, "once"));
+  std::this_thread::sleep_for(1100ms);
+  for (const auto& key : keys.script_keys()) {
+    CHECK(c.command({"EXISTS", key})->integer == 0);
+  }
+}
+
+TEST_CASE("renew: exact sets the lease, at_least only lengthens it") {
+  auto c = connect();
+  const auto keys = fresh_keys();
+  REQUIRE(acquire(c, keys, "t", 10s).acquired);
+  const auto shorter = lock::renew(c, keys, "t", 1s, lock::RenewMode::at_least);
+  CHECK(shorter.held);
+  CHECK(shorter.remaining_before_ms > 9000);
+  CHECK(pttl(c, keys.lock) > 9000);
+  const auto longer = lock::renew(c, keys, "t", 20s, lock::RenewMode::at_least);
+  CHECK(longer.held);
+  CHECK(pttl(c, keys.lock) > 19'000);
+  const auto exact = lock::renew(c, keys, "t", 2s);
+  CHECK(exact.held);
+  CHECK(exact.remaining_before_ms > 19'000);
+  CHECK(pttl(c, keys.lock) <= 2000);
+  // Zero is the length it was last set to.
+  REQUIRE(c.command({"PEXPIRE", keys.lock, "500"})->integer == 1);
+  const auto same = lock::renew(c, keys, "t", 0s);
+  CHECK(same.remaining_before_ms <= 500);
+  CHECK(pttl(c, keys.lock) > 1500);
+  CHECK(std::string(c.command({"HGET", keys.lock, "renewals"})->str) == "3");
+  const auto other = lock::renew(c, keys, "other", 1s);
+  CHECK_FALSE(other.held);
+  CHECK(other.remaining_before_ms == -2);
+}
+
+TEST_CASE("a renewer takes a lease shorter than it set as lost") {
+  // Redis expires keys by its wall clock: a forward step there, or a cut from
+  // elsewhere, leaves less than rlock counts on.
+  auto c = connect();
+  const auto keys = fresh_keys();
+  const auto timing = lock::make_timing(600ms, std::nullopt).value();
+  const auto attempt = acquire(c, keys, "mine", timing.ttl);
+  REQUIRE(attempt.acquired);
+  lock::Renewer renewer(
+      test_endpoint(), {}, keys, "mine", timing, attempt.sent);
+  c.command({"PEXPIRE", keys.lock, "350"});
+  pollfd wake{renewer.wakeup_fd(), POLLIN, 0};
+  const auto give_up = boot_now() + 2s;
+  while (!renewer.loss() && boot_now() < give_up) {
+    ::poll(&wake, 1, 100);
+    renewer.drain_wakeups();
+  }
+  REQUIRE(renewer.loss());
+  CHECK_THAT(*renewer.loss(), Catch::Contains("clock stepped forward"));
 }
 
 TEST_CASE("renewal keeps a lock alive well past its TTL") {
@@ -174,7 +291,7 @@ TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release") {
   const auto keys = fresh_keys();
   REQUIRE(acquire(c, keys, "flushed").acquired);
   REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
-  CHECK(lock::renew(c, keys, "flushed", 30s));
+  CHECK(lock::renew(c, keys, "flushed", 30s).held);
   REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
   CHECK(lock::release(c, keys, "flushed"));
   REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);

@@ -300,6 +300,9 @@ TEST_CASE("diagnose: clock offset") {
   auto facts = healthy();
   facts.clock_offset_ms = 1000;
   CHECK(check(facts, "clock").status == CheckStatus::ok);
+  // Leases do depend on the server's wall clock: no claim otherwise.
+  CHECK_THAT(check(facts, "clock").message,
+             Catch::Contains("Redis expires leases by its wall clock"));
   facts.clock_offset_ms = 1001;
   auto result = check(facts, "clock");
   CHECK(result.status == CheckStatus::warn);
@@ -307,6 +310,7 @@ TEST_CASE("diagnose: clock offset") {
              Catch::StartsWith("the server's clock is 1.0s "
                                "ahead of this host's"));
   CHECK_THAT(result.message, Catch::Contains("--once-per"));
+  CHECK_THAT(result.message, Catch::Contains("cut short by the step"));
   CHECK(result.values["offset_ms"] == 1001);
   facts.clock_offset_ms = -2500;
   result = check(facts, "clock");

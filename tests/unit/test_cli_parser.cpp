@@ -114,6 +114,7 @@ TEST_CASE("the URL and prefix come from options, then the environment") {
                           "env:",
                           {},
                           {},
+                          {},
                           {}};
   auto options = parse_run({"x", "true"}, environment);
   CHECK(options.server.endpoint.host == "from-rlock-url");
@@ -226,4 +227,82 @@ TEST_CASE("TLS options need a rediss:// URL and readable files") {
       parse_run({"--url", "rediss://h", "--tls-cert", "/dev/null", "x", "y"},
                 {}),
       "--tls-cert needs --tls-key");
+}
+
+TEST_CASE("a valued option given twice takes the last value") {
+  auto options = parse_run({"-t",
+                            "5s",
+                            "-t",
+                            "6s",
+                            "-w",
+                            "1s",
+                            "-w",
+                            "2s",
+                            "-c",
+                            "a",
+                            "-c",
+                            "b",
+                            "x"});
+  CHECK(options.timing.ttl == 6s);
+  CHECK(options.wait == 2s);
+  CHECK(options.command == std::vector<std::string>{"/bin/sh", "-c", "b"});
+  options =
+      parse_run({"--url", "redis://a:1", "--url", "redis://b:2", "x", "true"});
+  CHECK(options.server.endpoint.host == "b");
+  const auto step = parse({"acquire", "-t", "1s", "--ttl", "2s", "x"});
+  CHECK(std::get<StepOptions>(step).ttl == 2s);
+}
+
+TEST_CASE("edge cases of the command line give a usage error that says why") {
+  const std::vector<
+      std::pair<std::vector<std::string>, std::vector<std::string>>>
+      cases{
+          {{"acquire", "a", "b"}, {"unexpected argument 'b'"}},
+          {{"release", "--force", "a", "b"}, {"unexpected argument 'b'"}},
+          {{"-n=1", "n", "true"}, {"-n: takes no value", "'-n=1'"}},
+          {{"acquire", "-n=1", "n"}, {"-n: takes no value", "'-n=1'"}},
+          {{"n", "-c", ""}, {"--command", "empty"}},
+          {{"n", "--command="}, {"--command", "empty"}},
+          {{"-c", "", "n"}, {"--command", "empty"}},
+          {{"--once-per", "1700000h", "n", "true"},
+           {"--once-per", "'1700000h'"}},
+      };
+  for (const auto& [args, fragments] : cases) {
+    const auto message = usage_error(args);
+    INFO(message);
+    CHECK(message.find('\n') == std::string::npos);
+    for (const auto& fragment : fragments) {
+      CHECK_THAT(message, Catch::Contains(fragment));
+    }
+  }
+  CHECK(parse_run({"--once-per", "876000h", "n", "true"}).once_per
+        == std::chrono::hours(876000));
+}
+
+TEST_CASE("$RLOCK_TOKEN counts only for the lock $RLOCK_NAME names") {
+  Environment environment;
+  environment.rlock_token = "0123456789abcdef0123456789abcdef";
+  environment.rlock_name = "outer";
+  const auto token = [&](std::vector<std::string> args) {
+    return std::get<StepOptions>(parse(std::move(args), environment)).token;
+  };
+  CHECK(token({"release", "outer"}) == *environment.rlock_token);
+  CHECK(token({"check", "--token", "t", "inner"}) == "t");
+  const auto error = [&](std::vector<std::string> args) {
+    try {
+      parse(std::move(args), environment);
+    } catch (const rlock::Error& e) {
+      CHECK(e.exit_code() == 64);
+      return std::string(e.what());
+    }
+    FAIL("no usage error");
+    return std::string();
+  };
+  CHECK_THAT(error({"release", "inner"}),
+             Catch::Contains("$RLOCK_TOKEN is the token of 'outer'")
+                 && Catch::Contains("not of 'inner'"));
+  CHECK_THAT(error({"extend", "inner"}), Catch::Contains("--token"));
+  environment.rlock_name.reset();
+  CHECK_THAT(error({"check", "outer"}),
+             Catch::Contains("$RLOCK_NAME is not set"));
 }

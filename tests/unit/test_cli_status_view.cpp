@@ -59,6 +59,22 @@ TEST_CASE("format_status_table cuts the command to fit 80 columns") {
   CHECK_THAT(lines[1], Catch::Contains("none"));
 }
 
+TEST_CASE("format_status_table fits 80 columns with long names, holders "
+          "and fences from the server's clock") {
+  auto snapshot = sample();
+  snapshot.locks[0].name = std::string(100, 'n');
+  snapshot.locks[0].host = std::string(60, 'h');
+  snapshot.locks[0].fence = 1'795'467'952'556'092;
+  snapshot.locks[0].command = std::string(200, 'c');
+  const auto lines = lines_of(cli::format_status_table(snapshot));
+  for (const auto& line : lines) {
+    INFO(line);
+    CHECK(line.size() <= 80);
+  }
+  CHECK_THAT(lines[1], Catch::Contains("1795467952556092"));
+  CHECK_THAT(lines[1], Catch::Contains("ccc"));
+}
+
 TEST_CASE("format_status_json has every field, and nulls for a free lock") {
   const auto json = nlohmann::json::parse(cli::format_status_json(sample()));
   REQUIRE(json.is_array());

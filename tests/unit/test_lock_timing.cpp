@@ -58,3 +58,24 @@ TEST_CASE("make_timing refuses a TTL too short to be safe") {
   CHECK_THAT(timing.error(), Catch::Contains("--ttl"));
   CHECK(make_timing(100ms, std::nullopt));
 }
+
+TEST_CASE("lease_cut_short: a lease as long as rlock counts on holds") {
+  const auto timing = make_timing(30s, std::nullopt).value();
+  // Renewed 10 s ago: at least 20 s - margin (305 ms) must be left.
+  CHECK_FALSE(lease_cut_short(timing, 10s, 20'000));
+  CHECK_FALSE(lease_cut_short(timing, 10s, 19'700));
+  CHECK_FALSE(lease_cut_short(timing, 0s, 30'000));
+  // No expiry at all is not shorter.
+  CHECK_FALSE(lease_cut_short(timing, 10s, -1));
+}
+
+TEST_CASE("lease_cut_short: a lease shorter by more than the margin is lost") {
+  const auto timing = make_timing(30s, std::nullopt).value();
+  CHECK(lease_cut_short(timing, 10s, 19'690));
+  // A 15 s forward step on the Redis host.
+  CHECK(lease_cut_short(timing, 10s, 5'000));
+  // `rlock extend -t 200ms` from inside the job, under the old code.
+  CHECK(lease_cut_short(timing, 1s, 200));
+  // Gone between the check of the token and the PTTL: not held.
+  CHECK(lease_cut_short(timing, 1s, -2));
+}

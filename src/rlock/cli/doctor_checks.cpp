@@ -164,7 +164,7 @@ eviction_warning(const std::string& policy, long long maxmemory) {
   if (policy.starts_with("volatile-")) {
     return head + "keys with an expiry, and every lock key has one" + tail;
   }
-  return head + "any key, a held lock or its fence counter included" + tail;
+  return head + "any key, a held lock included" + tail;
 }
 
 CheckResult
@@ -236,8 +236,7 @@ CheckResult
 check_aof(const ServerFacts& facts, const std::string& appendonly) {
   auto check = named("persistence");
   const auto* fsync = find(facts.config, "appendfsync");
-  const std::string survive = "held locks and fence counters survive a "
-                              "restart of Redis";
+  const std::string survive = "held locks survive a restart of Redis";
   const std::string expired =
       "; a lock whose lease ran out while Redis was down is gone "
       "when it is back";
@@ -254,8 +253,8 @@ check_aof(const ServerFacts& facts, const std::string& appendonly) {
     check.status = CheckStatus::warn;
     check.message = appendonly + ", appendfsync no: " + survive
                     + ", but a crash of the machine loses what the OS had not "
-                      "written yet (often 30s): locks taken then vanish and "
-                      "fence counters go back; use appendfsync everysec";
+                      "written yet (often 30s): locks taken then vanish; use "
+                      "appendfsync everysec";
   } else {
     check.message = appendonly + ", appendfsync " + *fsync + ": " + survive
                     + " (a crash of the machine can lose the last second)"
@@ -289,9 +288,8 @@ check_persistence(const ServerFacts& facts) {
     check.status = CheckStatus::warn;
     check.message = said
                     + ", save \"\": no persistence: a restart empties Redis, "
-                      "every held lock vanishes and fence counters start "
-                      "again at 1, so a second holder can start while the "
-                      "first still runs; use appendonly yes";
+                      "every held lock vanishes, so a second holder can start "
+                      "while the first still runs; use appendonly yes";
   } else if (save != nullptr) {
     const auto when = last_save(facts);
     check.status = CheckStatus::warn;
@@ -300,8 +298,7 @@ check_persistence(const ServerFacts& facts) {
                       "last snapshot"
                     + (when.empty() ? "" : " (" + when + ")")
                     + ": locks taken since vanish, renewed ones return with "
-                      "their old expiry (dropped if past) and fence counters "
-                      "go back; use appendonly yes";
+                      "their old expiry (dropped if past); use appendonly yes";
   } else {
     const auto when = last_save(facts);
     check.status = CheckStatus::warn;
@@ -309,8 +306,7 @@ check_persistence(const ServerFacts& facts) {
                     + ", save unknown: a restart loses every lock taken since "
                       "the last snapshot"
                     + (when.empty() ? "" : " (" + when + ")")
-                    + ", or all of them without snapshots, and fence counters "
-                      "go back; use appendonly yes";
+                    + ", or all of them without snapshots; use appendonly yes";
   }
   check.values = {
       {"appendonly", aof ? Json(*aof ? "yes" : "no") : Json(nullptr)},
@@ -446,18 +442,22 @@ check_clock(const ServerFacts& facts) {
   if (std::llabs(offset) <= k_max_clock_offset_ms) {
     check.status = CheckStatus::ok;
     check.message = "the server's clock is within " + size
-                    + " of this host's: leases use neither wall clock, "
-                      "--once-per slots the server's";
+                    + " of this host's; Redis expires leases by its wall "
+                      "clock (a step there cuts them short), --once-per "
+                      "slots begin by it";
     return check;
   }
   check.status = CheckStatus::warn;
   check.message =
       "the server's clock is " + size + (offset > 0 ? " ahead of" : " behind")
-      + " this host's: leases are safe (they run on the server's expiry and "
-        "this host's CLOCK_BOOTTIME), but --once-per slots begin by the "
-        "server's clock, so a cron line firing at a slot's edge can land in "
-        "the slot before and be skipped as done; --events' time (this host) "
-        "and status's acquired_at (the server) disagree by as much";
+      + " this host's: Redis expires leases by its wall clock, so when the "
+        "Redis host's clock is stepped forward every lease is cut short by "
+        "the step (rlock notices at its next renewal and exits 70, but "
+        "another holder may get in first; keep clocks slewed by NTP, not "
+        "stepped); --once-per slots begin by the server's clock, so a cron "
+        "line firing at a slot's edge can land in the slot before and be "
+        "skipped as done; --events' time (this host) and status's "
+        "acquired_at (the server) disagree by as much";
   return check;
 }
 

@@ -90,6 +90,7 @@ struct Environment {
   std::optional<std::string> rlock_token;    // $RLOCK_TOKEN
   std::optional<std::string> rlock_password; // $RLOCK_PASSWORD
   std::optional<std::string> rediscli_auth;  // $REDISCLI_AUTH
+  std::optional<std::string> rlock_name;     // $RLOCK_NAME: $RLOCK_TOKEN's lock
 };
 
 } // namespace rlock::cli

@@ -192,7 +192,8 @@ setup_run(CLI::App& app, RawOptions& raw) {
       app, "-t,--ttl", raw.ttl, "lease length, renewed every TTL/3 (30s)")
       ->type_name("D")
       ->group(locking);
-  app.add_option("-c,--command", raw.shell_command, "run STR with /bin/sh -c")
+  add_optional(
+      app, "-c,--command", raw.shell_command, "run STR with /bin/sh -c")
       ->type_name("STR")
       ->group(locking);
   app.add_option("--kill-signal",
@@ -272,9 +273,13 @@ setup_doctor(CLI::App& doctor, RawOptions& raw) {
 
 void
 setup_step(CLI::App& step, Action action, RawOptions& raw) {
-  step.add_option("NAME", raw.names, "the lock")
+  // One value, so that a second word is an unexpected argument, not a new
+  // NAME (valued options take their last value).
+  step.add_option_function<std::string>(
+          "NAME",
+          [&raw](const std::string& name) { raw.names.assign(1, name); },
+          "the lock")
       ->type_name("")
-      ->expected(1)
       ->required();
   const std::string locking = "Locking";
   if (action == Action::acquire || action == Action::extend) {
@@ -323,6 +328,9 @@ build_app(RawOptions& raw) {
   app->name("rlock");
   app->formatter(std::make_shared<Formatter>());
   app->get_formatter()->column_width(30);
+  // A valued option given twice takes the last value, as in flock, timeout
+  // and curl (`alias x='rlock -w 1m'; x -w 5m ...`). Subcommands inherit it.
+  app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   setup_run(*app, raw);
   app->footer(
       "Durations: 500ms, 30s, 5m, 1h, 1.5s, or seconds (0.5).\n"
@@ -406,9 +414,28 @@ split_at_name(const CLI::App& app, const std::vector<std::string>& args) {
   return split;
 }
 
+// CLI11 reads "-n=1" as -n and an unknown "-=1"; finds the flag in `args`
+// that was given a value, to name it instead.
+void
+throw_if_flag_given_value(const CLI::App& app,
+                          const std::vector<std::string>& args) {
+  for (const auto& arg : args) {
+    const auto equals = arg.find('=');
+    if (arg.starts_with('-') && !arg.starts_with("--") && equals != 1
+        && equals != std::string::npos) {
+      const std::string flag{'-', arg[equals - 1]};
+      if (app.get_option_no_throw(flag) != nullptr && !takes_value(app, flag)) {
+        throw_usage(flag + ": takes no value, got " + quote(arg)
+                    + std::string(k_try_help));
+      }
+    }
+  }
+}
+
 // Runs CLI11 on `args`; returns help text when help was asked for.
 std::optional<std::string>
 run_cli11(CLI::App& app, std::vector<std::string> args) {
+  const auto given = args;
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
@@ -419,6 +446,10 @@ run_cli11(CLI::App& app, std::vector<std::string> args) {
     const auto colon = message.find(": ");
     const auto extra =
         colon == std::string::npos ? message : message.substr(colon + 2);
+    if (extra.starts_with("-=")) {
+      const auto parsed = app.get_subcommands();
+      throw_if_flag_given_value(parsed.empty() ? app : *parsed.front(), given);
+    }
     throw_usage(
         (extra.starts_with('-') ? "unknown option " : "unexpected argument ")
         + quote(extra) + std::string(k_try_help));
@@ -440,7 +471,7 @@ run_cli11(CLI::App& app, std::vector<std::string> args) {
 std::vector<std::string>
 command_of(const Split& split, const RawOptions& raw) {
   const auto& rest = split.rest;
-  std::string shell = raw.shell_command;
+  std::optional<std::string> shell = raw.shell_command;
   std::size_t used = 0;
   if (!rest.empty() && (rest[0] == "-c" || rest[0] == "--command")) {
     if (rest.size() < 2) {
@@ -453,19 +484,36 @@ command_of(const Split& split, const RawOptions& raw) {
     shell = rest[0].substr(10);
     used = 1;
   }
-  const bool has_shell = used > 0 || !raw.shell_command.empty();
-  if (has_shell && rest.size() > used) {
+  if (shell && rest.size() > used) {
     throw_usage("--command: takes one shell command; unexpected argument "
                 + quote(rest[used]));
   }
-  if (has_shell) {
-    return {"/bin/sh", "-c", shell};
+  if (shell && shell->empty()) {
+    throw_usage("--command: the shell command is empty"
+                + std::string(k_try_help));
+  }
+  if (shell) {
+    return {"/bin/sh", "-c", *shell};
   }
   if (rest.empty()) {
     throw_usage("missing COMMAND after NAME " + quote(*split.name)
                 + std::string(k_try_help));
   }
   return rest;
+}
+
+// Returns --once-per's slot length. Slots longer than 100 years are refused:
+// the time a done slot is kept (up to two slot lengths) must fit in int64
+// nanoseconds.
+std::optional<Duration>
+once_per_of(const std::optional<std::string>& text) {
+  constexpr auto k_longest = std::chrono::hours(100 * 365 * 24);
+  const auto once_per = detail::optional_duration_of(text, "--once-per", false);
+  if (once_per && *once_per > k_longest) {
+    throw_usage("--once-per: must be at most 876000h (100 years), got "
+                + quote(*text));
+  }
+  return once_per;
 }
 
 RunOptions
@@ -493,8 +541,7 @@ run_options(const RawOptions& raw,
   options.kill_signal = value_or_usage_error(
       proc::parse_signal(raw.kill_signal), "--kill-signal");
   options.hold = detail::optional_duration_of(raw.hold, "--hold", false);
-  options.once_per =
-      detail::optional_duration_of(raw.once_per, "--once-per", false);
+  options.once_per = once_per_of(raw.once_per);
   options.events_path = raw.events;
   // NAME and COMMAND last: a bad option value explains more than the
   // "missing COMMAND" it may have caused by swallowing a word.
@@ -542,15 +589,29 @@ doctor_options(const RawOptions& raw, const Environment& environment) {
   return options;
 }
 
+// $RLOCK_TOKEN belongs to the lock $RLOCK_NAME: a job that takes a second
+// lock inside `rlock NAME COMMAND` must not use the outer lock's token.
 std::string
-token_of(const RawOptions& raw, const Environment& environment) {
+token_of(const RawOptions& raw,
+         const std::string& name,
+         const Environment& environment) {
   if (!raw.token.empty()) {
     return raw.token;
   }
-  if (environment.rlock_token && !environment.rlock_token->empty()) {
-    return *environment.rlock_token;
+  if (!environment.rlock_token || environment.rlock_token->empty()) {
+    throw_usage("--token: required, or set $RLOCK_TOKEN");
   }
-  throw_usage("--token: required, or set $RLOCK_TOKEN");
+  if (!environment.rlock_name) {
+    throw_usage("--token: required; $RLOCK_TOKEN counts only when $RLOCK_NAME"
+                " is "
+                + quote(name) + ", and $RLOCK_NAME is not set");
+  }
+  if (*environment.rlock_name != name) {
+    throw_usage("--token: required; $RLOCK_TOKEN is the token of "
+                + quote(*environment.rlock_name) + " ($RLOCK_NAME), not of "
+                + quote(name));
+  }
+  return *environment.rlock_token;
 }
 
 StepOptions
@@ -584,10 +645,10 @@ step_options(Action action,
   }
   const bool needs_token = (action == Action::extend || action == Action::check
                             || (action == Action::release && !raw.force));
-  if (needs_token) {
-    options.token = token_of(raw, environment);
-  }
   options.name = detail::validated_name(raw.names.front());
+  if (needs_token) {
+    options.token = token_of(raw, options.name, environment);
+  }
   return options;
 }
 

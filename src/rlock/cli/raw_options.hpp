@@ -32,7 +32,7 @@ struct RawOptions {
   std::string io_timeout = "5s";
   std::string conflict_exit_code = "75";
   std::string kill_signal = "TERM";
-  std::string shell_command;
+  std::optional<std::string> shell_command;
   std::optional<std::string> hold;
   std::optional<std::string> once_per;
   std::string events;

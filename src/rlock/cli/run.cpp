@@ -102,7 +102,7 @@ end_hold(const Held& held) {
     if (held.options.hold && held_for < *held.options.hold) {
       const auto keep = *held.options.hold - held_for;
       if (!on_connection(held, [&](redis::Connection& c) {
-            return lock::renew(c, held.keys, held.token, keep);
+            return lock::renew(c, held.keys, held.token, keep).held;
           })) {
         report_gone(held);
         return Ending::gone;
@@ -157,6 +157,7 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
   spec.environment = {"RLOCK_NAME=" + held.keys.name,
                       "RLOCK_KEY=" + held.keys.lock,
                       "RLOCK_TOKEN=" + held.token,
+                      "RLOCK_SUPERVISED_TOKEN=" + held.token,
                       "RLOCK_FENCE=" + std::to_string(held.acquired.fence)};
   spec.signal_mask = signals.original_mask();
   return spec;

@@ -3,6 +3,7 @@
 #include <rlock/lock/protocol.hpp>
 #include <rlock/proc/process_info.hpp>
 #include <rlock/proc/termination.hpp>
+#include <rlock/util/error.hpp>
 #include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/random.hpp>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace rlock::cli {
 
@@ -107,10 +109,25 @@ not_held(const LockKeys& keys) {
   return exit_code::k_failure;
 }
 
+// True when `token` is the one of the lock whose supervising `rlock NAME
+// COMMAND` started this process (or an ancestor): that rlock releases it
+// when its command ends, and counts on the lease until then.
+bool
+supervised_token(const std::string& token) {
+  const char* supervised = std::getenv("RLOCK_SUPERVISED_TOKEN");
+  return supervised != nullptr && token == supervised;
+}
+
 int
 release(const StepOptions& options,
         redis::Connection& connection,
         const LockKeys& keys) {
+  if (!options.force && supervised_token(options.token)) {
+    throw Error(exit_code::k_usage,
+                "release: lock " + quote(keys.name)
+                    + " is held by the rlock running this command, which "
+                      "releases it when the command ends");
+  }
   if (!options.force) {
     return lock::release(connection, keys, options.token) ? exit_code::k_success
                                                           : not_held(keys);
@@ -175,7 +192,13 @@ run_step(const StepOptions& options) {
   case Action::acquire:
     return acquire(options, connection, keys);
   case Action::extend:
-    return lock::renew(connection, keys, options.token, options.ttl)
+    // Never shortens: the lease may be one a supervising rlock counts on.
+    return lock::renew(connection,
+                       keys,
+                       options.token,
+                       options.ttl,
+                       lock::RenewMode::at_least)
+                   .held
                ? exit_code::k_success
                : not_held(keys);
   case Action::release:

@@ -69,14 +69,20 @@ acquire_or_undo(redis::Connection& connection,
                 const LockWait& wait,
                 const proc::SignalBlock& signals) {
   try {
-    return lock::wait_for_lock(
-        connection,
-        wait.keys,
-        wait.token,
-        wait.ttl,
-        wait.holder,
-        wait.options,
-        make_wait_hooks(wait.server, signals, connection));
+    auto outcome =
+        lock::wait_for_lock(connection,
+                            wait.keys,
+                            wait.token,
+                            wait.ttl,
+                            wait.holder,
+                            wait.options,
+                            make_wait_hooks(wait.server, signals, connection));
+    if (outcome.uncertain
+        && outcome.kind != lock::WaitOutcome::Kind::acquired) {
+      lock::release_quietly(
+          wait.server.endpoint, wait.server.connect, wait.keys, wait.token);
+    }
+    return outcome;
   } catch (const Error&) {
     lock::release_quietly(
         wait.server.endpoint, wait.server.connect, wait.keys, wait.token);

@@ -30,8 +30,9 @@ struct LockWait {
 };
 
 // Waits for the lock, cut short by signals in `signals`. An acquire whose
-// reply never came may have taken the lock: on an error it is released
-// again (bounded, best effort) before the error goes on.
+// reply never came may have taken the lock: on an error, and when a wait
+// that lost a reply ends without the lock (a signal, -w ran out), it is
+// released again (compare-and-delete, bounded, best effort).
 lock::WaitOutcome acquire_or_undo(redis::Connection& connection,
                                   const LockWait& wait,
                                   const proc::SignalBlock& signals);

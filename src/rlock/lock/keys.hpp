@@ -16,7 +16,8 @@ struct LockKeys {
   std::string name;
   // <prefix>{NAME}: hash of the holder, expires with the lease
   std::string lock;
-  // <prefix>{NAME}:fence: counter that never expires
+  // <prefix>{NAME}:fence: the last fence, kept until the server's clock has
+  // passed it (plus a second)
   std::string fence;
   // <prefix>{NAME}:queue: --fair waiters in arrival order
   std::string queue;

@@ -91,18 +91,29 @@ leave_queue(redis::Connection& connection,
              "cannot leave the queue of " + quote(keys.name));
 }
 
-bool
+Renewal
 renew(redis::Connection& connection,
       const LockKeys& keys,
       const std::string& token,
-      Duration ttl) {
+      Duration ttl,
+      RenewMode mode) {
+  const std::string what = "cannot renew lock " + quote(keys.name);
   // Zero keeps the length the lock was taken with.
-  return run_yes_no(
-      connection,
-      redis::k_renew_script,
-      {keys.lock},
-      {token, ttl == Duration::zero() ? "0" : milliseconds_of(ttl)},
-      "cannot renew lock " + quote(keys.name));
+  const auto reply =
+      redis::run_script(connection,
+                        redis::k_renew_script,
+                        {keys.lock},
+                        {token,
+                         ttl == Duration::zero() ? "0" : milliseconds_of(ttl),
+                         mode == RenewMode::exact ? "exact" : "at_least"});
+  redis::throw_if_error(reply, what);
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+  }
+  Renewal renewal;
+  renewal.held = redis::integer_of(reply->element[0], what) == 1;
+  renewal.remaining_before_ms = redis::integer_of(reply->element[1], what);
+  return renewal;
 }
 
 bool

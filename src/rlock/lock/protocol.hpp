@@ -70,13 +70,27 @@ void leave_queue(redis::Connection& connection,
                  const LockKeys& keys,
                  const std::string& token);
 
-// Extends the lease to `ttl` from now (zero: the length it was taken with).
-// Returns false when `token` no longer holds the lock. Throws Error
-// (unavailable) when Redis fails.
-bool renew(redis::Connection& connection,
-           const LockKeys& keys,
-           const std::string& token,
-           Duration ttl);
+// How renew() sets the lease: `exact` makes it end `ttl` from now (the
+// supervising run's renewals and its --hold); `at_least` only ever lengthens
+// it (`rlock extend`, which may run inside a supervised job).
+enum class RenewMode { exact, at_least };
+
+// The answer to one renewal.
+struct Renewal {
+  bool held = false;
+  // The lease's PTTL found before extending it: -1 without expiry, -2 when
+  // not held.
+  std::int64_t remaining_before_ms = -2;
+};
+
+// Extends the lease to `ttl` from now (zero: the length it was taken with),
+// as `mode` says. `held` is false when `token` no longer holds the lock.
+// Throws Error (unavailable) when Redis fails.
+Renewal renew(redis::Connection& connection,
+              const LockKeys& keys,
+              const std::string& token,
+              Duration ttl,
+              RenewMode mode = RenewMode::exact);
 
 // Deletes the lock if `token` holds it and wakes the next waiter. Returns
 // false when it did not hold it. Throws Error (unavailable) when Redis fails.

@@ -128,8 +128,13 @@ Renewer::renew_once(BootTime deadline) {
     }
     m_connection->set_io_timeout(
         std::min(m_options.io_timeout, deadline - boot_now()));
-    if (!renew(*m_connection, m_keys, m_token, m_timing.ttl)) {
+    const auto renewal = renew(*m_connection, m_keys, m_token, m_timing.ttl);
+    if (!renewal.held) {
       mark_lost("it was deleted or taken over");
+      return false;
+    }
+    if (const auto cut = cut_short_reason(renewal.remaining_before_ms)) {
+      mark_lost(*cut);
       return false;
     }
   } catch (const Error& e) {
@@ -183,6 +188,25 @@ Renewer::publish_renewal(BootTime sent, BootTime deadline) {
   lock.unlock();
   notify();
   return true;
+}
+
+// Returns why the lease is to be taken as lost when the server had less of
+// it left than rlock counts on (a forward clock step on the Redis host,
+// which expires keys by its wall clock, or a shortened lease): another
+// holder may already have had it.
+std::optional<std::string>
+Renewer::cut_short_reason(std::int64_t remaining_ms) const {
+  const auto since_sent = boot_now() - BootTime(m_last_sent_ns.load());
+  if (!lease_cut_short(m_timing, since_sent, remaining_ms)) {
+    return std::nullopt;
+  }
+  const auto expected = std::chrono::ceil<std::chrono::milliseconds>(
+      m_timing.ttl - since_sent - m_timing.margin);
+  return "the server had " + std::to_string(remaining_ms)
+         + "ms of its lease left where rlock counted on at least "
+         + std::to_string(expected.count())
+         + "ms (the Redis host's clock stepped forward, or the lease was "
+           "shortened)";
 }
 
 // Emits renew-failed, and at-risk once when less than a third of the TTL is

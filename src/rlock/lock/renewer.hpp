@@ -66,6 +66,7 @@ private:
   bool sleep_until(BootTime when) const;
   bool renew_once(BootTime deadline);
   bool publish_renewal(BootTime sent, BootTime deadline);
+  std::optional<std::string> cut_short_reason(std::int64_t remaining_ms) const;
   void mark_lost(const std::string& reason);
   void report_failure(BootTime deadline, const std::string& error);
   void record_failure(const std::string& error);

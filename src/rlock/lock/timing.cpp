@@ -12,6 +12,17 @@ default_kill_after(Duration ttl) {
   return std::min<Duration>(ttl / 6, 10s);
 }
 
+bool
+lease_cut_short(const LeaseTiming& timing,
+                Duration since_sent,
+                std::int64_t remaining_ms) {
+  if (remaining_ms < 0) {
+    return remaining_ms != -1;
+  }
+  const auto expected = timing.ttl - since_sent - timing.margin;
+  return std::chrono::milliseconds(remaining_ms) < expected;
+}
+
 Expected<LeaseTiming>
 make_timing(Duration ttl, std::optional<Duration> kill_after) {
   LeaseTiming timing{};

@@ -4,6 +4,7 @@
 #include <rlock/util/duration.hpp>
 #include <rlock/util/expected.hpp>
 
+#include <cstdint>
 #include <optional>
 
 namespace rlock::lock {
@@ -35,6 +36,16 @@ struct LeaseTiming {
     return valid_until(sent) - kill_after;
   }
 };
+
+// Returns true when a renewal found the lease shorter than rlock's own
+// accounting allows: `remaining_ms` (the PTTL the server had before
+// extending; -1 without expiry) against the lease renewed `since_sent` ago,
+// which must have at least ttl - since_sent - margin left. Redis expires keys
+// by its own wall clock, so a forward step on the Redis host shortens the
+// lease; so does anything that cut it on the server.
+bool lease_cut_short(const LeaseTiming& timing,
+                     Duration since_sent,
+                     std::int64_t remaining_ms);
 
 // The shortest lease rlock can renew and guard reliably.
 inline constexpr Duration k_min_ttl = std::chrono::milliseconds(100);

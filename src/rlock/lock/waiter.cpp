@@ -46,6 +46,17 @@ ordinal(std::int64_t n) {
   return std::to_string(n) + suffix;
 }
 
+} // namespace
+
+Duration
+safety_span(std::int64_t holder_ttl_ms, Duration own_ttl) {
+  const Duration holder_ttl =
+      holder_ttl_ms > 0 ? from_milliseconds(holder_ttl_ms) : own_ttl;
+  return std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
+}
+
+namespace {
+
 class Waiter {
 public:
   Waiter(std::function<AcquireAttempt()> attempt,
@@ -91,8 +102,6 @@ private:
   std::function<void()> m_leave;
   std::optional<BootTime> m_deadline;
   std::optional<redis::Subscription> m_subscription;
-  // The safety net's delay: at most a third of the holder's TTL.
-  std::optional<Duration> m_safety_span;
   std::string m_last_report;
 };
 
@@ -158,7 +167,9 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
   ask = take_wakeups() > 0 || !next->safety_net_only || !m_remaining;
   if (!ask) {
     const auto pttl = m_remaining();
-    ask = pttl <= 0;
+    // More left than the holder we know of could have: someone else holds
+    // it now. A full attempt learns who, and how long its lease is.
+    ask = pttl <= 0 || pttl > outcome.attempt.holder_ttl_ms;
     outcome.attempt.retry_ms = pttl;
   }
   return std::nullopt;
@@ -173,6 +184,7 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
     throw error;
   }
   log::warning(std::string(error.what()) + "; still waiting, reconnecting");
+  outcome.uncertain = true;
   m_subscription.reset();
   redis::TransientError last = error;
   Duration backoff = k_first_retry;
@@ -229,13 +241,7 @@ Waiter::subscribe() {
 // whether only the safety net chose it; nothing when the deadline has passed.
 std::optional<Waiter::Delay>
 Waiter::next_delay(const AcquireAttempt& attempt) {
-  if (!m_safety_span) {
-    const Duration holder_ttl = attempt.holder_ttl_ms > 0
-                                    ? from_milliseconds(attempt.holder_ttl_ms)
-                                    : m_ttl;
-    m_safety_span = std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
-  }
-  Delay next{jittered(*m_safety_span), true};
+  Delay next{jittered(safety_span(attempt.holder_ttl_ms, m_ttl)), true};
   auto bound = [&next](Duration other) {
     if (other < next.delay) {
       next = Delay{other, false};
@@ -313,8 +319,10 @@ wait_for_lock(redis::Connection& connection,
               const Holder& holder,
               const WaitOptions& options,
               const WaitHooks& hooks) {
+  // A waiter that will not wait takes no place in the queue: nobody would
+  // refresh it, and it would hold the free lock back until it expired.
   const Duration queue_ttl =
-      options.fair ? k_queue_entry_ttl : Duration::zero();
+      options.fair && !options.nonblock ? k_queue_entry_ttl : Duration::zero();
   auto attempt = [&] {
     return try_acquire(connection, keys, token, ttl, holder, queue_ttl);
   };

@@ -12,6 +12,11 @@ namespace rlock::lock {
 // waiter that died leaves the queue after at most this long.
 inline constexpr Duration k_queue_entry_ttl = std::chrono::seconds(10);
 
+// Returns the safety net's span for a holder whose lease is `holder_ttl_ms`
+// long (0: unknown, then `own_ttl`): a third of it, within [50ms, 10s]. The
+// waiter sleeps a random time in [span/2, span] for a lost wake-up message.
+Duration safety_span(std::int64_t holder_ttl_ms, Duration own_ttl);
+
 struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
@@ -36,6 +41,9 @@ struct WaitOutcome {
   Kind kind = Kind::timed_out;
   AcquireAttempt attempt; // the last attempt; the winning one when acquired
   int signal = 0;         // when interrupted
+  // An attempt failed on the way: its acquire may have run on the server
+  // with the reply lost, so the lock may be ours unless we acquired.
+  bool uncertain = false;
 };
 
 // Acquires the lock, waiting for it unless nonblock. A waiter is woken by the

@@ -128,7 +128,15 @@ void
 Connection::read_more(bool block) {
   m_input.clear();
   m_stream->read_into(m_input, block, m_io_timeout);
-  m_reader.feed(m_input);
+  try {
+    m_reader.feed(m_input);
+  } catch (const ReplyTooLarge& error) {
+    throw TransientError("reply from " + address()
+                         + " too large: " + error.what());
+  } catch (const ProtocolError& error) {
+    throw TransientError(address() + " does not speak the Redis protocol ("
+                         + error.what() + ")");
+  }
 }
 
 std::optional<Reply>

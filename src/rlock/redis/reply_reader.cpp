@@ -23,6 +23,7 @@ ReplyReader& ReplyReader::operator=(ReplyReader&&) noexcept = default;
 
 void
 ReplyReader::feed(std::string_view bytes) {
+  m_limits.check(bytes);
   // Both hiredis 0.14 and 1.x set errstr on every failure, out of memory
   // included.
   if (!bytes.empty()

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rlock/redis/reply.hpp>
+#include <rlock/redis/reply_limits.hpp>
 
 #include <memory>
 #include <optional>
@@ -24,7 +25,8 @@ public:
   ReplyReader(ReplyReader&&) noexcept;
   ReplyReader& operator=(ReplyReader&&) noexcept;
 
-  // Appends bytes as they arrived.
+  // Appends bytes as they arrived. Throws ReplyTooLarge when a reply
+  // announces more than ReplyLimits allows (before hiredis allocates it).
   void feed(std::string_view bytes);
 
   // Returns the next complete reply; nothing until one has fully arrived.
@@ -36,12 +38,20 @@ private:
     void operator()(redisReader* reader) const;
   };
   std::unique_ptr<redisReader, ReaderDeleter> m_reader;
+  ReplyLimits m_limits;
 };
 
 // The bytes from the server are not the Redis protocol; what() says why.
 class ProtocolError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+};
+
+// A reply announced more elements or bytes than ReplyLimits allows; what()
+// says what it announced.
+class ReplyTooLarge : public ProtocolError {
+public:
+  using ProtocolError::ProtocolError;
 };
 
 // Returns `args` as one RESP command (an array of bulk strings).

@@ -10,6 +10,31 @@
 -- when to look again at the latest (the lease's PTTL, or the expiry of the
 -- waiter ahead; -1 for a lease without expiry), place is the 1-based place
 -- in the queue (0 outside it), held_ms how long the holder has held it.
+--
+-- Every path's first write is one that can grow memory (SET, ZADD), or the
+-- path only shrinks it: Redis over maxmemory with noeviction then refuses
+-- the script before it changed anything.
+
+-- How long the fence key outlives the moment the server's clock passes the
+-- fence it holds.
+local fence_keep_ms = 1000
+
+-- Returns the next fence: above the last one while its key lives, and the
+-- server's clock in microseconds otherwise. The key lives until the clock
+-- has passed the fence it holds (plus fence_keep_ms), so a fence taken from
+-- the clock is above every earlier one as long as the clock moves forward,
+-- even when the key was lost (FLUSHALL, a restart without persistence, a
+-- failover to a replica that missed it). Microseconds since the epoch stay
+-- below 2^53 until the year 2255: exact in a Lua number and in JSON.
+local function next_fence()
+  local last = tonumber(redis.call('GET', KEYS[2])) or 0
+  local fence = math.max(last + 1, now_us)
+  local keep_ms = math.ceil((fence - now_us) / 1000) + fence_keep_ms
+  redis.call('SET', KEYS[2], string.format('%d', fence),
+    'PX', string.format('%d', keep_ms))
+  return fence
+end
+
 local token = ARGV[1]
 if redis.call('HGET', KEYS[1], 'token') == token then
   -- Our own earlier attempt took it and its reply was lost: the lease
@@ -17,18 +42,16 @@ if redis.call('HGET', KEYS[1], 'token') == token then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'fence'))}
 end
-local head, head_expiry = live_head()
+local head, head_expiry, dead = live_head()
 local held = redis.call('EXISTS', KEYS[1]) == 1
 if not held and (head == nil or head == token) then
-  -- INCR first: Redis refuses a script over maxmemory (OOM) only at its
-  -- first write, and only if that write can grow memory; a ZREM first would
-  -- let the whole script through.
-  local fence = redis.call('INCR', KEYS[2])
+  local fence = next_fence()
   redis.call('HSET', KEYS[1],
-    'token', token, 'fence', fence, 'ttl_ms', ARGV[2],
+    'token', token, 'fence', string.format('%d', fence), 'ttl_ms', ARGV[2],
     'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
     'acquired_ms', string.format('%d', now_ms), 'renewals', 0)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  forget(dead)
   leave_queue(token)
   return {1, fence}
 end
@@ -36,13 +59,16 @@ end
 local place = 0
 local queue_ttl = tonumber(ARGV[7])
 if queue_ttl > 0 then
+  redis.call('ZADD', KEYS[4], string.format('%d', now_ms + queue_ttl), token)
   if not redis.call('ZSCORE', KEYS[3], token) then
     redis.call('ZADD', KEYS[3], string.format('%d', now_us), token)
   end
-  redis.call('ZADD', KEYS[4], string.format('%d', now_ms + queue_ttl), token)
   -- If every waiter dies, the queue goes by itself.
   redis.call('PEXPIRE', KEYS[3], queue_ttl * 2)
   redis.call('PEXPIRE', KEYS[4], queue_ttl * 2)
+end
+forget(dead)
+if queue_ttl > 0 then
   place = redis.call('ZRANK', KEYS[3], token) + 1
 end
 

@@ -1,16 +1,29 @@
 -- Extends the lease, only for the holder of the token.
 -- ARGV[1]  the holder's token
 -- ARGV[2]  the new lease length in ms; 0 for the one it was taken with
--- Returns 1 when extended, 0 when the lock is not held by this token.
+-- ARGV[3]  'exact': the lease ends ARGV[2] from now; 'at_least': it is only
+--          ever lengthened (rlock extend from inside a job must not cut the
+--          lease its supervising rlock counts on)
+-- Returns {1, pttl} when the token holds the lock, pttl being the lease's
+-- PTTL found before extending it (-1 without expiry); {0, -2} otherwise.
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then
-  return 0
+  return {0, -2}
 end
+local before = redis.call('PTTL', KEYS[1])
+local stored = redis.call('HGET', KEYS[1], 'ttl_ms')
 local ttl = ARGV[2]
 if ttl == '0' then
-  ttl = redis.call('HGET', KEYS[1], 'ttl_ms')
-else
+  ttl = stored
+end
+if ARGV[3] == 'at_least' and (before == -1 or before >= tonumber(ttl)) then
+  return {1, before}
+end
+-- PEXPIRE first: it cannot grow memory, so Redis over maxmemory lets it and
+-- the rest of the script through, where a first HSET would be refused and
+-- every holder would lose its lock.
+redis.call('PEXPIRE', KEYS[1], ttl)
+if ttl ~= stored then
   redis.call('HSET', KEYS[1], 'ttl_ms', ttl)
 end
-redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('HINCRBY', KEYS[1], 'renewals', 1)
-return 1
+return {1, before}
