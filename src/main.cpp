@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +86,9 @@ int
 main(int argc, char** argv) {
   open_closed_std_fds();
   rlock::proc::remember_argv(argc, argv);
+  // An ignored SIGCHLD is inherited across exec, and with it the kernel
+  // reaps our children unseen: rlock would never see its command end.
+  std::signal(SIGCHLD, SIG_DFL);
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
     const rlock::cli::Environment environment{env("RLOCK_URL"),

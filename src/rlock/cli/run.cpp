@@ -190,9 +190,6 @@ wait_for_event(const proc::SignalBlock& signals,
       ::read(timer_fd, &expirations, sizeof(expirations));
 }
 
-// Runs until the child exits: forwards signals, and stops the child's group
-// when the lease is lost or could expire. The timer runs on CLOCK_BOOTTIME,
-// so it fires on time even after a suspend.
 // Signals the child's group, and continues it so that a stopped group
 // gets the signal too (as timeout(1) does).
 void
@@ -249,7 +246,7 @@ stop_child(const proc::Child& child,
 Supervision
 supervise(proc::Child& child,
           proc::Watchdog& watchdog_process,
-          const lock::Renewer& renewer,
+          lock::Renewer& renewer,
           const proc::SignalBlock& signals,
           const Held& held) {
   const pid_t watchdog = watchdog_process.pid();
@@ -265,11 +262,14 @@ supervise(proc::Child& child,
     // The loss first: a child that ended after its lease may have run out
     // (killed by the watchdog while rlock was stopped, say) lost the lock.
     if (!result.loss) {
-      result.loss = renewer.loss();
-      if (!result.loss && boot_now() >= renewer.kill_deadline()) {
-        const auto failure = renewer.last_failure();
-        result.loss = "could not renew it in time"
-                      + (failure.empty() ? "" : " (" + failure + ")");
+      result.loss = renewer.check_loss();
+      // The watchdog fires at the deadline rlock last gave it: a child that
+      // died after it, or by the watchdog's hand, ran out of lease.
+      if (!result.loss
+          && (watchdog_process.fired()
+              || (code && boot_now() >= watchdog_process.deadline()))) {
+        result.loss = renewer.give_up(
+            "the lease ran out; the command was killed at its end");
       }
       if (result.loss) {
         sigkill_at = stop_child(child, watchdog, renewer, held, *result.loss);
@@ -302,7 +302,9 @@ supervise(proc::Child& child,
       if (signal == SIGCHLD) {
         child_changed = true;
       } else {
-        signal_and_continue(child, signal);
+        // As is: a job someone paused stays paused (timeout(1) continues
+        // only with its own kill signal).
+        child.signal_group(signal);
       }
     }
     if (child_changed) {
@@ -310,6 +312,33 @@ supervise(proc::Child& child,
       proc::reap_children_except({child.pid(), watchdog});
     }
   }
+}
+
+// Ends the watchdog. Should it have fired meanwhile, it may have been ended
+// halfway, with processes stopped but not yet killed: finish its work.
+void
+disarm_watchdog(proc::Watchdog& watchdog) {
+  watchdog.disarm();
+  if (watchdog.fired()) {
+    for (const pid_t pid : proc::descendants_of(getpid(), -1)) {
+      kill(pid, SIGKILL);
+    }
+  }
+}
+
+// The lease ran out between the acquire and the exec (a slow reply, rlock
+// stopped or the machine asleep): the command is not run at all.
+int
+lease_ran_out_before_start(const Held& held) {
+  const std::string reason = "the lease ran out before the command started";
+  events::emit("lost", held.keys.name, {{"reason", reason}});
+  log::error("lost lock " + quote(held.keys.name) + ": " + reason
+             + "; it was not run");
+  lock::release_quietly(held.options.server.endpoint,
+                        held.options.server.connect,
+                        held.keys,
+                        held.token);
+  return exit_code::k_lock_lost;
 }
 
 int
@@ -325,8 +354,25 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
     end_hold(held);
     throw;
   }
-  proc::Watchdog watchdog = proc::Watchdog::start(
-      child->pid(), options.timing.valid_until(held.acquired.sent));
+  // Armed before the command may start: the watchdog knows the run's
+  // processes by their group, rlock's tree and the token in their
+  // environment.
+  proc::Watchdog watchdog =
+      proc::Watchdog::start({child->pid(), "RLOCK_TOKEN=" + held.token},
+                            options.timing.valid_until(held.acquired.sent));
+  // The last moment to check that the command may still start.
+  if (boot_now() >= options.timing.kill_deadline(held.acquired.sent)) {
+    child->finish();
+    disarm_watchdog(watchdog);
+    return lease_ran_out_before_start(held);
+  }
+  try {
+    child->start();
+  } catch (const Error&) {
+    disarm_watchdog(watchdog);
+    end_hold(held);
+    throw;
+  }
   // From here on no output may block the renewals or the kill path. After
   // the watchdog's fork: that child must not inherit a second thread.
   const output::Deferred deferred_output;
@@ -344,7 +390,7 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   const int exit_code = child->finish();
   if (result.loss) {
     renewer.stop();
-    watchdog.disarm();
+    disarm_watchdog(watchdog);
     // Gone already, or expiring unrenewed: either way let the next holder in.
     lock::release_quietly(
         options.server.endpoint, options.server.connect, held.keys, held.token);
@@ -361,7 +407,7 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   }
   const Ending ending = end_hold(held);
   renewer.stop();
-  watchdog.disarm();
+  disarm_watchdog(watchdog);
   if (ending == Ending::gone) {
     return exit_code::k_lock_lost;
   }

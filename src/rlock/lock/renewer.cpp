@@ -157,10 +157,12 @@ Renewer::renew_once(BootTime deadline) {
     }
   } catch (const Error& e) {
     m_connection.reset();
-    const bool first_failure = last_failure().empty();
-    record_failure(e.what());
-    // Past the deadline the lease is given up: no "retrying" after that.
-    if (boot_now() < deadline) {
+    std::lock_guard lock(m_loss_mutex);
+    const bool first_failure = m_failure.empty();
+    m_failure = e.what();
+    // Past the deadline the lease is given up: no "retrying" after that,
+    // and nothing at all once the loss is marked.
+    if (!m_lost && boot_now() < deadline) {
       if (first_failure) {
         log::warning(std::string(e.what()) + "; retrying");
       }
@@ -168,10 +170,31 @@ Renewer::renew_once(BootTime deadline) {
     }
     return false;
   }
-  record_failure("");
+  return publish_renewal(sent, deadline);
+}
+
+// Counts a renewal sent at `sent` whose reply came before `deadline`, the
+// kill deadline in force when it was sent. A reply that comes later does
+// not count: by then the child may be dead by the watchdog's hand, and the
+// lease is lost. Under the loss mutex, so that once the loss is marked (by
+// either thread) no renewal is counted or reported; the output is queued,
+// so holding the mutex while reporting blocks nobody.
+bool
+Renewer::publish_renewal(BootTime sent, BootTime deadline) {
+  std::unique_lock lock(m_loss_mutex);
+  if (m_lost) {
+    return false;
+  }
+  if (boot_now() >= deadline) {
+    m_loss_reason = "could not renew it in time (the reply came too late)";
+    m_lost = true;
+    lock.unlock();
+    notify();
+    return false;
+  }
+  m_failure.clear();
   m_at_risk = false;
   m_last_sent_ns = sent.count();
-  notify();
   log::info("renewed " + quote(m_keys.name) + " (valid for "
             + format_duration(m_timing.ttl) + ")");
   events::emit(
@@ -180,6 +203,8 @@ Renewer::renew_once(BootTime deadline) {
       {{"ttl_ms",
         std::chrono::duration_cast<std::chrono::milliseconds>(m_timing.ttl)
             .count()}});
+  lock.unlock();
+  notify();
   return true;
 }
 
@@ -285,10 +310,33 @@ void
 Renewer::mark_lost(const std::string& reason) {
   {
     std::lock_guard lock(m_loss_mutex);
+    if (m_lost) {
+      return;
+    }
     m_loss_reason = reason;
+    m_lost = true;
   }
-  m_lost = true;
   notify();
+}
+
+std::string
+Renewer::give_up(const std::string& reason) {
+  mark_lost(reason);
+  std::lock_guard lock(m_loss_mutex);
+  return m_loss_reason;
+}
+
+std::optional<std::string>
+Renewer::check_loss() {
+  {
+    std::lock_guard lock(m_loss_mutex);
+    if (!m_lost && boot_now() >= kill_deadline()) {
+      m_loss_reason = "could not renew it in time"
+                      + (m_failure.empty() ? "" : " (" + m_failure + ")");
+      m_lost = true;
+    }
+  }
+  return loss();
 }
 
 void

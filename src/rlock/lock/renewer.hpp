@@ -42,6 +42,14 @@ public:
   // Returns why the lease is lost, or nothing while it holds.
   std::optional<std::string> loss() const;
 
+  // Returns why the lease is lost; first marks it lost when kill_deadline()
+  // has passed. Once lost, no renewal counts and the renewer reports nothing.
+  std::optional<std::string> check_loss();
+
+  // Marks the lease lost for `reason` unless it already was; returns the
+  // reason of the loss (the first one).
+  std::string give_up(const std::string& reason);
+
   // Returns why the last renewal failed, "" after a success.
   std::string last_failure() const;
 
@@ -65,6 +73,7 @@ private:
   Wake sleep_until(BootTime when);
   bool idle_connection_broken();
   bool renew_once(BootTime deadline);
+  bool publish_renewal(BootTime sent, BootTime deadline);
   std::optional<std::string> cut_short_reason(std::int64_t remaining_ms) const;
   void mark_lost(const std::string& reason);
   void report_failure(BootTime deadline, const std::string& error);
@@ -80,8 +89,8 @@ private:
   std::atomic<bool> m_lost{false};
   mutable std::mutex m_loss_mutex;
   std::string m_loss_reason;
-  std::string m_failure; // guarded by m_loss_mutex
-  bool m_at_risk = false;
+  std::string m_failure;  // guarded by m_loss_mutex
+  bool m_at_risk = false; // guarded by m_loss_mutex
   std::optional<redis::Connection> m_connection;
   UniqueFd m_wakeup;
   UniqueFd m_stop;

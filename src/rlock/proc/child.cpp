@@ -60,6 +60,7 @@ exec_child(char** argv,
            const sigset_t& mask,
            bool own_terminal,
            pid_t parent,
+           int go_fd,
            int error_fd) {
   setpgid(0, 0);
   if (own_terminal) {
@@ -71,10 +72,18 @@ exec_child(char** argv,
   if (getppid() != parent) {
     _exit(exit_code::k_os_error);
   }
+  // Wait for the go: one byte. EOF means rlock gave up on the command.
+  char go = 0;
+  ssize_t n = 0;
+  while ((n = read(go_fd, &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) {
+    _exit(exit_code::k_os_error);
+  }
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   execvpe(argv[0], argv, envp);
   const int error = errno;
-  [[maybe_unused]] const auto n = write(error_fd, &error, sizeof(error));
+  [[maybe_unused]] const auto written = write(error_fd, &error, sizeof(error));
   _exit(error == ENOENT ? exit_code::k_not_found : exit_code::k_cannot_execute);
 }
 
@@ -99,6 +108,8 @@ Child::Child(pid_t pid, bool has_terminal)
 
 Child::Child(Child&& other) noexcept
     : m_pid(std::exchange(other.m_pid, -1)),
+      m_program(std::move(other.m_program)), m_go(std::move(other.m_go)),
+      m_exec_error(std::move(other.m_exec_error)),
       m_has_terminal(other.m_has_terminal),
       m_resume_pending(other.m_resume_pending) {
 }
@@ -116,23 +127,31 @@ Child::spawn(const ChildSpec& spec) {
   auto argv = c_strings(argv_strings);
   auto envp = c_strings(env_strings);
   const bool own_terminal = should_own_terminal();
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+  int go_fds[2];
+  if (pipe2(go_fds, O_CLOEXEC) != 0) {
     throw_errno("pipe");
   }
-  UniqueFd error_read(pipe_fds[0]);
-  UniqueFd error_write(pipe_fds[1]);
+  UniqueFd go_read(go_fds[0]);
+  UniqueFd go_write(go_fds[1]);
+  int error_fds[2];
+  if (pipe2(error_fds, O_CLOEXEC) != 0) {
+    throw_errno("pipe");
+  }
+  UniqueFd error_read(error_fds[0]);
+  UniqueFd error_write(error_fds[1]);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     throw_errno("fork");
   }
   if (pid == 0) {
+    close(go_write.get()); // so that rlock's end is the only one
     exec_child(argv.data(),
                envp.data(),
                spec.signal_mask,
                own_terminal,
                parent,
+               go_read.get(),
                error_write.get());
   }
   // Both sides set the group and the terminal, so neither order races.
@@ -140,15 +159,26 @@ Child::spawn(const ChildSpec& spec) {
   if (own_terminal) {
     tcsetpgrp(STDIN_FILENO, pid);
   }
-  error_write.reset();
   Child child(pid, isatty(STDIN_FILENO) != 0);
-  if (const int error = read_exec_error(error_read.get())) {
-    child.finish();
-    throw Error(
-        error == ENOENT ? exit_code::k_not_found : exit_code::k_cannot_execute,
-        "cannot run " + quote(spec.argv.front()) + ": " + std::strerror(error));
-  }
+  child.m_program = spec.argv.front();
+  child.m_go = std::move(go_write);
+  child.m_exec_error = std::move(error_read);
   return child;
+}
+
+void
+Child::start() {
+  const char go = 1;
+  [[maybe_unused]] const auto n = write(m_go.get(), &go, 1);
+  m_go.reset();
+  const int error = read_exec_error(m_exec_error.get());
+  m_exec_error.reset();
+  if (error != 0) {
+    finish();
+    throw Error(error == ENOENT ? exit_code::k_not_found
+                                : exit_code::k_cannot_execute,
+                "cannot run " + quote(m_program) + ": " + std::strerror(error));
+  }
 }
 
 void
@@ -162,8 +192,12 @@ std::optional<int>
 Child::exit_code() {
   siginfo_t info{};
   const int flags = WEXITED | WSTOPPED | WNOHANG | WNOWAIT;
-  if (waitid(P_PID, static_cast<id_t>(m_pid), &info, flags) != 0
-      || info.si_pid == 0) {
+  if (waitid(P_PID, static_cast<id_t>(m_pid), &info, flags) != 0) {
+    // Reaped by someone else (SIGCHLD ignored): gone, its status with it.
+    return errno == ECHILD ? std::optional(exit_code::k_os_error)
+                           : std::nullopt;
+  }
+  if (info.si_pid == 0) {
     return std::nullopt;
   }
   if (info.si_code == CLD_STOPPED) {
@@ -222,12 +256,16 @@ Child::finish() {
   // The zombie keeps the group id reserved, so this cannot hit a stranger.
   signal_group(SIGKILL);
   int status = 0;
-  while (waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t reaped = 0;
+  while ((reaped = waitpid(m_pid, &status, 0)) < 0 && errno == EINTR) {
   }
   if (m_has_terminal && tcgetpgrp(STDIN_FILENO) == m_pid) {
     tcsetpgrp(STDIN_FILENO, getpgrp());
   }
   m_pid = -1;
+  if (reaped < 0) {
+    return exit_code::k_os_error; // reaped by someone else: status unknown
+  }
   m_termination_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return exit_code_of_wait_status(status);
 }

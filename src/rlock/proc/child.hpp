@@ -1,5 +1,7 @@
 #pragma once
 
+#include <rlock/util/fd.hpp>
+
 #include <sys/types.h>
 
 #include <csignal>
@@ -21,9 +23,14 @@ struct ChildSpec {
 // runs, and a job-control stop (Ctrl-Z) suspends rlock with it.
 class Child {
 public:
-  // Forks and execs; returns once the exec succeeded. Throws Error with exit
-  // code 127 (not found), 126 (not executable) or 71 (fork failed).
+  // Forks the child into its group, where it waits before the exec until
+  // start(): the caller can arm what guards the command and check that the
+  // command may still run. Throws Error with exit code 71 (fork failed).
   static Child spawn(const ChildSpec& spec);
+
+  // Lets the child exec; returns once the exec succeeded. Throws Error with
+  // exit code 127 (not found) or 126 (not executable), the child reaped.
+  void start();
 
   Child(Child&& other) noexcept;
   Child& operator=(Child&&) = delete;
@@ -40,7 +47,8 @@ public:
   void signal_group(int signal) const;
 
   // Returns the child's exit code once it has exited (128+N for signal N),
-  // without reaping it; nothing while it runs. Handles terminal stops.
+  // without reaping it; nothing while it runs. Handles terminal stops. A
+  // child reaped by someone else (ECHILD) has exited, with status 71.
   std::optional<int> exit_code();
 
   // True after a job-control stop (Ctrl-Z, fg) once rlock runs again: the
@@ -65,6 +73,9 @@ private:
   void follow_stop(int signal);
 
   pid_t m_pid = -1;
+  std::string m_program;       // argv[0], for messages
+  UniqueFd m_go;               // closing it (or a byte) lets the child exec
+  UniqueFd m_exec_error;       // the exec's errno, or EOF once it succeeded
   bool m_has_terminal = false; // stdin is a terminal
   bool m_resume_pending = false;
   int m_termination_signal = 0;

@@ -41,7 +41,8 @@ read_proc_file(const std::string& path) {
   return text;
 }
 
-// Returns the numeric entries of a /proc directory.
+} // namespace
+
 std::vector<pid_t>
 numeric_entries(const char* path) {
   std::vector<pid_t> pids;
@@ -61,8 +62,6 @@ numeric_entries(const char* path) {
   closedir(dir);
   return pids;
 }
-
-} // namespace
 
 std::string
 host_name() {
@@ -149,6 +148,28 @@ descendants_of(pid_t root, pid_t excluded) {
         found.push_back(it->second);
         pending.push_back(it->second);
       }
+    }
+  }
+  return found;
+}
+
+std::vector<pid_t>
+processes_with_environment_entry(const std::string& entry) {
+  std::vector<pid_t> found;
+  for (const pid_t pid : numeric_entries("/proc")) {
+    const std::string environment =
+        read_proc_file("/proc/" + std::to_string(pid) + "/environ");
+    std::size_t start = 0;
+    while (start < environment.size()) {
+      auto end = environment.find('\0', start);
+      if (end == std::string::npos) {
+        end = environment.size();
+      }
+      if (std::string_view(environment).substr(start, end - start) == entry) {
+        found.push_back(pid);
+        break;
+      }
+      start = end + 1;
     }
   }
   return found;

@@ -20,6 +20,15 @@ std::vector<std::string> command_line_of(pid_t pid);
 // read from /proc; `excluded` and its descendants are left out.
 std::vector<pid_t> descendants_of(pid_t root, pid_t excluded);
 
+// Returns the live processes whose environment, as read from
+// /proc/PID/environ, holds `entry` ("NAME=value"); processes of other users
+// (unreadable) are left out.
+std::vector<pid_t> processes_with_environment_entry(const std::string& entry);
+
+// Returns the numeric entries of a /proc directory ("/proc", or
+// "/proc/self/task" for this process's threads).
+std::vector<pid_t> numeric_entries(const char* path);
+
 // Reaps the zombie children of this process, except `kept` ones: with
 // PR_SET_CHILD_SUBREAPER, orphaned descendants become our children.
 void reap_children_except(const std::vector<pid_t>& kept);

@@ -8,12 +8,27 @@
 
 namespace rlock::proc {
 
+namespace {
+
+bool
+ignored(int signal) {
+  struct sigaction current {};
+  return sigaction(signal, nullptr, &current) == 0
+         && current.sa_handler == SIG_IGN;
+}
+
+} // namespace
+
 SignalBlock::SignalBlock(const std::vector<int>& delivered,
                          const std::vector<int>& silenced) {
   sigset_t delivered_set;
   sigemptyset(&delivered_set);
   for (int signal : delivered) {
-    sigaddset(&delivered_set, signal);
+    // A blocked signal is queued even when ignored: one our caller ignores
+    // (nohup, `&` in a script) must stay ignored, not end the wait.
+    if (!ignored(signal)) {
+      sigaddset(&delivered_set, signal);
+    }
   }
   sigset_t blocked = delivered_set;
   for (int signal : silenced) {

@@ -14,6 +14,7 @@ namespace rlock::proc {
 class SignalBlock {
 public:
   // Blocks `delivered` (readable through fd()) and `silenced` (just blocked).
+  // A delivered signal whose disposition is SIG_IGN is left alone: ignored.
   SignalBlock(const std::vector<int>& delivered,
               const std::vector<int>& silenced);
   ~SignalBlock();

@@ -5,24 +5,45 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace rlock::proc {
 
-// A small process that kills a process group with SIGKILL when rlock dies
+// What the watchdog kills when it fires.
+struct WatchedRun {
+  pid_t group = -1;   // the command's process group
+  std::string marker; // an environment entry ("RLOCK_TOKEN=...") only this
+                      // run's processes carry
+};
+
+// A small process that kills everything the command started when rlock dies
 // without saying goodbye (SIGKILL, the OOM killer, a crash), or when the
 // lease ends without rlock having moved the deadline on: rlock may be
 // stopped (SIGSTOP) while its child runs on. It waits on a pipe whose only
-// write end rlock holds, and on a CLOCK_BOOTTIME timer. PR_SET_PDEATHSIG
+// write end rlock holds, and on a CLOCK_BOOTTIME timer. When it fires it
+// stops, then kills, the command's group, every process in rlock's tree
+// (while rlock lives) and every process whose environment carries the run's
+// marker (which survives reparenting after rlock died). PR_SET_PDEATHSIG
 // alone would reach only the direct child, and not a stopped parent's.
 class Watchdog {
 public:
-  // Forks the watchdog for process group `group`, to kill it at `kill_at`
-  // unless moved on by kill_at().
-  static Watchdog start(pid_t group, BootTime kill_at);
+  // Forks the watchdog for `run`, to fire at `kill_at` unless moved on by
+  // kill_at(). rlock must be single-threaded here: the watchdog allocates.
+  static Watchdog start(const WatchedRun& run, BootTime kill_at);
 
-  // Moves the moment the group is killed at (after a renewal).
+  // Moves the moment the watchdog fires at (after a renewal).
   void kill_at(BootTime when);
+
+  // Returns the last moment given to the watchdog to fire at.
+  BootTime
+  deadline() const {
+    return BootTime(m_kill_at_ns);
+  }
+
+  // True once the watchdog has fired (it may still be killing).
+  bool fired() const;
 
   Watchdog(Watchdog&& other) noexcept;
   Watchdog& operator=(Watchdog&&) = delete;
@@ -30,7 +51,8 @@ public:
   // Disarms it.
   ~Watchdog();
 
-  // Lets the watchdog exit without killing anything, and reaps it.
+  // Ends the watchdog without waiting on it (it may be stopped), and reaps
+  // it; fired() keeps its answer.
   void disarm();
 
   // Returns the watchdog's pid (-1 once disarmed).
@@ -40,10 +62,11 @@ public:
   }
 
 private:
-  Watchdog(pid_t pid, UniqueFd pipe);
+  Watchdog(pid_t pid, UniqueFd pipe, std::atomic<int>* fired, BootTime at);
 
   pid_t m_pid = -1;
   UniqueFd m_pipe;
+  std::atomic<int>* m_fired = nullptr; // in a page shared with the watchdog
   std::int64_t m_kill_at_ns = 0;
 };
 
