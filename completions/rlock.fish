@@ -14,7 +14,7 @@ function __rlock_takes_value
             --command --kill-signal --kill-after --connect-timeout \
             --io-timeout --hold --once-per --events --token --min-validity \
             --match --interval --password-file --tls-ca --tls-cert \
-            --tls-key --tls-server-name -w -t -E -c -i
+            --tls-key --tls-server-name --restart-grace -w -t -E -c -i
             return 0
     end
     return 1

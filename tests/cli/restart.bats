@@ -110,7 +110,7 @@ event_count() {
   restarted_ms=$(now_ms)
   crash_and_restart_redis
   reaped 70 "$a" 20
-  grep -q "rlock: lost lock 'noticed': it was deleted or taken over; sending SIGTERM" "$BG_ERR"
+  grep -q "rlock: lost lock 'noticed': it was deleted or taken over; sent SIGTERM" "$BG_ERR"
   # The child stops about 2 s after its TERM (`.end`); its TERM came within a
   # few seconds of the restart, long before the renewal 10 s after acquiring.
   term_ms=$(($(usec "$(<"$hb.end")") / 1000 - 2000))
