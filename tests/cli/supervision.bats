@@ -185,6 +185,11 @@ run_a_then_b() {
   [ "${lines[-1]}" -eq 0 ]
 }
 
+@test "rlock SIGKILLed, a nested rlock run with setsid inside the command: no heartbeat of A inside B's hold" {
+  run -0 run_a_then_b KILL "$RLOCK inner setsid -w"
+  [ "${lines[-1]}" -eq 0 ]
+}
+
 # --- F3: the command never starts after its lease ran out -------------------
 
 @test "rlock frozen between the acquire and the exec past the lease: the command never runs; 70 saying so; the lock is free" {

@@ -150,6 +150,14 @@ mark_slot(const Held& held) {
   }
 }
 
+// The environment entry that marks this run's processes for the watchdog.
+// Named after the token, so that a nested run adds its own mark and keeps
+// the outer ones: the outer watchdog still finds the inner run's command.
+std::string
+run_marker(const Held& held) {
+  return "RLOCK_RUN_" + held.token + "=1";
+}
+
 proc::ChildSpec
 child_spec(const Held& held, const proc::SignalBlock& signals) {
   proc::ChildSpec spec;
@@ -158,7 +166,8 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
                       "RLOCK_KEY=" + held.keys.lock,
                       "RLOCK_TOKEN=" + held.token,
                       "RLOCK_SUPERVISED_TOKEN=" + held.token,
-                      "RLOCK_FENCE=" + std::to_string(held.acquired.fence)};
+                      "RLOCK_FENCE=" + std::to_string(held.acquired.fence),
+                      run_marker(held)};
   spec.signal_mask = signals.original_mask();
   return spec;
 }
@@ -358,7 +367,7 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   // processes by their group, rlock's tree and the token in their
   // environment.
   proc::Watchdog watchdog =
-      proc::Watchdog::start({child->pid(), "RLOCK_TOKEN=" + held.token},
+      proc::Watchdog::start({child->pid(), run_marker(held)},
                             options.timing.valid_until(held.acquired.sent));
   // The last moment to check that the command may still start.
   if (boot_now() >= options.timing.kill_deadline(held.acquired.sent)) {

@@ -14,8 +14,8 @@ namespace rlock::proc {
 // What the watchdog kills when it fires.
 struct WatchedRun {
   pid_t group = -1;   // the command's process group
-  std::string marker; // an environment entry ("RLOCK_TOKEN=...") only this
-                      // run's processes carry
+  std::string marker; // an environment entry ("RLOCK_RUN_<token>=1") only
+                      // this run's processes carry
 };
 
 // A small process that kills everything the command started when rlock dies
