@@ -69,14 +69,21 @@ acquire_or_undo(redis::Connection& connection,
                 const LockWait& wait,
                 const proc::SignalBlock& signals) {
   try {
-    return lock::wait_for_lock(
-        connection,
-        wait.keys,
-        wait.token,
-        wait.ttl,
-        wait.holder,
-        wait.options,
-        make_wait_hooks(wait.server, signals, connection));
+    auto outcome =
+        lock::wait_for_lock(connection,
+                            wait.keys,
+                            wait.token,
+                            wait.ttl,
+                            wait.holder,
+                            wait.options,
+                            make_wait_hooks(wait.server, signals, connection));
+    if (outcome.maybe_acquired
+        && outcome.kind != lock::WaitOutcome::Kind::acquired) {
+      // A lost reply may have left the lock ours: compare-and-delete.
+      lock::release_quietly(
+          wait.server.endpoint, wait.server.connect, wait.keys, wait.token);
+    }
+    return outcome;
   } catch (const Error&) {
     lock::release_quietly(
         wait.server.endpoint, wait.server.connect, wait.keys, wait.token);

@@ -91,8 +91,6 @@ private:
   std::function<void()> m_leave;
   std::optional<BootTime> m_deadline;
   std::optional<redis::Subscription> m_subscription;
-  // The safety net's delay: at most a third of the holder's TTL.
-  std::optional<Duration> m_safety_span;
   std::string m_last_report;
 };
 
@@ -158,7 +156,10 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
   ask = take_wakeups() > 0 || !next->safety_net_only || !m_remaining;
   if (!ask) {
     const auto pttl = m_remaining();
-    ask = pttl <= 0;
+    // A lease longer than the holder's TTL is a new holder's: the full
+    // attempt learns its TTL, which the safety net's delay follows.
+    const auto known_ttl = outcome.attempt.holder_ttl_ms;
+    ask = pttl <= 0 || (known_ttl > 0 && pttl > known_ttl);
     outcome.attempt.retry_ms = pttl;
   }
   return std::nullopt;
@@ -173,6 +174,8 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
     throw error;
   }
   log::warning(std::string(error.what()) + "; still waiting, reconnecting");
+  // The failed call may have been an acquire that the server executed.
+  outcome.maybe_acquired = true;
   m_subscription.reset();
   redis::TransientError last = error;
   Duration backoff = k_first_retry;
@@ -205,8 +208,8 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
 }
 
 // Empties the subscription and returns how many wake-ups it held. A broken
-// one is opened again and counts as a wake-up, since a message may have been
-// lost meanwhile.
+// one counts as a wake-up, since a message may have been lost meanwhile; the
+// next round opens it again, where a failure is recovered from like any other.
 int
 Waiter::take_wakeups() {
   try {
@@ -214,7 +217,6 @@ Waiter::take_wakeups() {
   } catch (const Error& e) {
     log::info(std::string(e.what()) + "; subscribing again");
     m_subscription.reset();
-    subscribe();
     return 1; // a message may have been lost: look
   }
 }
@@ -229,13 +231,7 @@ Waiter::subscribe() {
 // whether only the safety net chose it; nothing when the deadline has passed.
 std::optional<Waiter::Delay>
 Waiter::next_delay(const AcquireAttempt& attempt) {
-  if (!m_safety_span) {
-    const Duration holder_ttl = attempt.holder_ttl_ms > 0
-                                    ? from_milliseconds(attempt.holder_ttl_ms)
-                                    : m_ttl;
-    m_safety_span = std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
-  }
-  Delay next{jittered(*m_safety_span), true};
+  Delay next{jittered(safety_net_span(attempt.holder_ttl_ms, m_ttl)), true};
   auto bound = [&next](Duration other) {
     if (other < next.delay) {
       next = Delay{other, false};
@@ -305,6 +301,13 @@ Waiter::give_up() {
 
 } // namespace
 
+Duration
+safety_net_span(std::int64_t holder_ttl_ms, Duration own_ttl) {
+  const Duration holder_ttl =
+      holder_ttl_ms > 0 ? from_milliseconds(holder_ttl_ms) : own_ttl;
+  return std::clamp<Duration>(holder_ttl / 3, 50ms, 10s);
+}
+
 WaitOutcome
 wait_for_lock(redis::Connection& connection,
               const LockKeys& keys,
@@ -313,8 +316,10 @@ wait_for_lock(redis::Connection& connection,
               const Holder& holder,
               const WaitOptions& options,
               const WaitHooks& hooks) {
+  // A nonblocking attempt stays out of the queue: it would leave an entry
+  // there that refuses the free lock to everyone until it expires.
   const Duration queue_ttl =
-      options.fair ? k_queue_entry_ttl : Duration::zero();
+      options.fair && !options.nonblock ? k_queue_entry_ttl : Duration::zero();
   auto attempt = [&] {
     return try_acquire(connection, keys, token, ttl, holder, queue_ttl);
   };

@@ -36,7 +36,15 @@ struct WaitOutcome {
   Kind kind = Kind::timed_out;
   AcquireAttempt attempt; // the last attempt; the winning one when acquired
   int signal = 0;         // when interrupted
+  // Some call failed with its outcome unknown (it may have been an acquire
+  // the server executed): unless acquired, the caller releases the token.
+  bool maybe_acquired = false;
 };
+
+// The safety net's delay before looking again without a message: a third of
+// the TTL of the holder seen by the latest attempt (our own TTL when none
+// was seen), within [50 ms, 10 s].
+Duration safety_net_span(std::int64_t holder_ttl_ms, Duration own_ttl);
 
 // Acquires the lock, waiting for it unless nonblock. A waiter is woken by the
 // release (pub/sub, published by the release script), by the holder's lease
