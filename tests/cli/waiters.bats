@@ -1,7 +1,10 @@
 #!/usr/bin/env bats
 #
-# Waiters that must not leave anything behind or load the server: -n --fair
-# takes no place in the queue, and the safety net follows each holder's TTL.
+# Waiters that must not leave anything behind or load the server, and that
+# ride out what passes: -n --fair takes no place in the queue, the safety net
+# follows each holder's TTL, a lost acquire reply is undone when the wait
+# ends otherwise, and reconnecting rides out maxclients and a TLS handshake
+# that gets no answer.
 
 # `run` sets status and stderr (SC2154).
 # shellcheck disable=SC2154
@@ -10,10 +13,17 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
+setup_file() {
+  export REDIS_TLS_CERTS=$BATS_FILE_TMPDIR/certs
+  redis_make_certs "$REDIS_TLS_CERTS"
+  common_setup_file
+}
 teardown_file() { common_teardown_file; }
 setup() { common_setup; }
-teardown() { common_teardown; }
+teardown() {
+  redis_cli config set maxclients 10000 >/dev/null
+  common_teardown
+}
 
 # calls COMMAND: how many times the server ran COMMAND since the last
 # CONFIG RESETSTAT.
@@ -42,13 +52,15 @@ calls() {
 @test "the safety net follows the current holder's TTL, not the first one's" {
   # The waiter first meets a 150ms holder (a 50ms safety net), then waits
   # behind a 1h holder: its safety net must grow to 10s.
-  bg "$RLOCK" -t 150ms poll sleep 0.6
+  bg "$RLOCK" -t 150ms poll sleep 1.5
   local first=$BG_PID
   wait_until 5 key_exists 'rlock:{poll}'
-  bg "$RLOCK" --fair -t 1h poll sleep 4
+  bg "$RLOCK" --fair -t 1h poll sleep 5
   local second=$BG_PID
-  bg "$RLOCK" --fair poll true
+  bg "$RLOCK" -v --fair poll true
   local waiter=$BG_PID
+  # The waiter has met the 150ms holder.
+  wait_until 5 grep -q 'held by .*(sleep 1.5)' "$BG_ERR"
   reaped 0 "$first" 10
   wait_until 5 [ "$(redis_cli hget 'rlock:{poll}' ttl_ms)" = 3600000 ]
   sleep 0.3
@@ -63,13 +75,14 @@ calls() {
   reaped 0 "$waiter" 10
 }
 
-# start_proxy: a relay to the test's redis-server (tests/lib/proxy.py) on a
-# free port; sets PROXY_PORT. proxy_control DELAY FROZEN RESETS steers it.
+# start_proxy [PORT]: a relay (tests/lib/proxy.py) on a free port to PORT
+# (default: the test's redis-server); sets PROXY_PORT. proxy_control DELAY
+# FROZEN RESETS steers it.
 start_proxy() {
   PROXY_PORT=$(closed_port)
   proxy_control 0 0 0
   bg python3 "$BATS_TEST_DIRNAME/../lib/proxy.py" 127.0.0.1 "$PROXY_PORT" \
-    "tcp:127.0.0.1:$REDIS_PORT" "$BATS_TEST_TMPDIR/proxy.control"
+    "tcp:127.0.0.1:${1:-$REDIS_PORT}" "$BATS_TEST_TMPDIR/proxy.control"
   wait_until 10 grep -q ready "$BG_OUT"
 }
 proxy_control() {
@@ -103,4 +116,57 @@ held_by() {
   # Its token is released, not left to the 30s lease.
   wait_until 3 key_absent 'rlock:{lr}'
   not grep -q waiter-ran "$BG_OUT"
+}
+
+@test "a waiter rides out 'max number of clients reached' while reconnecting" {
+  bg "$RLOCK" mc sleep 3
+  wait_until 10 key_exists 'rlock:{mc}'
+  bg "$RLOCK" -v -w 20s mc echo waiter-ran
+  local waiter=$BG_PID waiter_out=$BG_OUT waiter_err=$BG_ERR
+  wait_until 10 sh -c "redis-cli -s '$REDIS_SOCKET' client list | grep -q cmd=subscribe"
+  # One connection drops the waiter's own connection (the latest that ran an
+  # acquire) and, in the same step, lets no new client in for 4 s.
+  python3 - "$REDIS_SOCKET" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile('rb')
+def call(*args):
+    s.sendall(b'*%d\r\n' % len(args)
+              + b''.join(b'$%d\r\n%s\r\n' % (len(a), a.encode()) for a in args))
+    line = f.readline()
+    return f.read(int(line[1:]) + 2) if line.startswith(b'$') else line
+clients = call('CLIENT', 'LIST').decode().splitlines()
+waiter = [c.split()[0][3:] for c in clients if 'cmd=evalsha' in c][-1]
+# Two: this connection and the waiter's subscription, which stay; the
+# holder's connections, gone when it exits, free no slot.
+assert call('CONFIG', 'SET', 'maxclients', '2') == b'+OK\r\n'
+call('CLIENT', 'KILL', 'ID', waiter)
+time.sleep(4)
+call('CONFIG', 'SET', 'maxclients', '10000')
+PY
+  reap "$waiter" 20 || {
+    cat "$waiter_err"
+    false
+  }
+  grep -q waiter-ran "$waiter_out"
+}
+
+@test "a TLS waiter rides out a handshake that gets no answer while reconnecting" {
+  local certs=$REDIS_TLS_CERTS
+  start_proxy "$REDIS_TLS_PORT"
+  bg "$RLOCK" --url "rediss://127.0.0.1:$REDIS_TLS_PORT" --tls-ca "$certs/ca.crt" \
+    tl sleep 5
+  wait_until 10 key_exists 'rlock:{tl}'
+  bg "$RLOCK" --url "rediss://127.0.0.1:$PROXY_PORT" --tls-ca "$certs/ca.crt" \
+    --connect-timeout 500ms -v -w 20s tl echo waiter-ran
+  local waiter=$BG_PID waiter_out=$BG_OUT waiter_err=$BG_ERR
+  sleep 0.8
+  # For 3 s the waiter's connections are reset and new ones get no answer.
+  proxy_control 0 1 1
+  sleep 3
+  proxy_control 0 0 1
+  reap "$waiter" 20 || {
+    cat "$waiter_err"
+    false
+  }
+  grep -q waiter-ran "$waiter_out"
 }

@@ -170,7 +170,8 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
     const auto pttl = m_remaining();
     // More left than the holder we know of could have: someone else holds
     // it now. A full attempt learns who, and how long its lease is.
-    ask = pttl <= 0 || pttl > outcome.attempt.holder_ttl_ms;
+    const auto known_ttl = outcome.attempt.holder_ttl_ms;
+    ask = pttl <= 0 || (known_ttl > 0 && pttl > known_ttl);
     outcome.attempt.retry_ms = pttl;
   }
   return std::nullopt;
@@ -218,8 +219,9 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
 }
 
 // Empties the subscription and returns how many wake-ups it held. A broken
-// one is opened again and counts as a wake-up, since a message may have been
-// lost meanwhile.
+// one is dropped and counts as a wake-up, since a message may have been lost
+// meanwhile; the next round subscribes again, where a failure is recovered
+// from like any other.
 int
 Waiter::take_wakeups() {
   try {
@@ -227,7 +229,6 @@ Waiter::take_wakeups() {
   } catch (const Error& e) {
     log::info(std::string(e.what()) + "; subscribing again");
     m_subscription.reset();
-    subscribe();
     return 1; // a message may have been lost: look
   }
 }

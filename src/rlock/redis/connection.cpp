@@ -39,8 +39,12 @@ connect_stream(const Endpoint& endpoint, const ConnectOptions& options) {
 // The error replies of a server that cannot serve yet but soon may.
 bool
 is_transient(const std::string& error) {
-  for (const char* prefix :
-       {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
+  for (const char* prefix : {"LOADING",
+                             "BUSY",
+                             "MASTERDOWN",
+                             "TRYAGAIN",
+                             "READONLY",
+                             "ERR max number of clients reached"}) {
     if (error.starts_with(prefix)) {
       return true;
     }

@@ -1,3 +1,4 @@
+#include <rlock/redis/errors.hpp>
 #include <rlock/redis/openssl.hpp>
 #include <rlock/redis/tls.hpp>
 #include <rlock/util/error.hpp>
@@ -172,7 +173,10 @@ public:
       }
       if (io != Io::done
           && !wait_for(io, deadline - std::chrono::steady_clock::now())) {
-        handshake_failed("no answer within " + format_seconds(timeout));
+        // A busy or restarting server may answer the next time.
+        throw TransientError("TLS handshake with " + address()
+                             + " failed: no answer within "
+                             + format_seconds(timeout));
       }
     }
   }
