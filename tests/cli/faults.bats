@@ -50,13 +50,6 @@ teardown() {
   kill_child_groups
 }
 
-# own_redis: a redis-server for this test alone, which it may freeze, kill
-# and restart; exports REDIS_PORT, REDIS_SOCKET, REDIS_PIDFILE, REDIS_DIR and
-# RLOCK_URL (so rl, bg and redis_cli use it). Teardown stops it.
-own_redis() {
-  redis_start "$BATS_TEST_TMPDIR/r"
-}
-
 # freeze TARGET: SIGSTOP TARGET (a PID, or -PGID for a process group);
 # teardown continues it.
 freeze() {
@@ -67,19 +60,6 @@ freeze() {
 # thaw TARGET: SIGCONT TARGET.
 thaw() {
   kill -CONT -- "$1"
-}
-
-# crash_and_restart_redis: SIGKILL this test's redis-server and start a new
-# one on the same port with the same configuration. The new one starts empty
-# unless a SAVE wrote dump.rdb into the server's directory.
-crash_and_restart_redis() {
-  local pid
-  pid=$(<"$REDIS_PIDFILE")
-  kill -KILL "$pid"
-  wait_until 5 not redis_pid_alive "$pid" || return 1
-  rm -f "$REDIS_PIDFILE" "$REDIS_SOCKET"
-  redis-server "$REDIS_DIR/redis.conf" >/dev/null 2>&1 || return 1
-  redis_await "$REDIS_DIR" "$REDIS_PORT"
 }
 
 # A fake Redis server on a free loopback port: writes the port to PORTFILE
@@ -191,15 +171,6 @@ fake_server() {
 }
 
 # --- Redis failing while a waiter waits -------------------------------------
-
-# stop_redis: SIGKILL this test's redis-server; the port stays closed.
-stop_redis() {
-  local pid
-  pid=$(<"$REDIS_PIDFILE")
-  kill -KILL "$pid"
-  wait_until 5 not redis_pid_alive "$pid" || return 1
-  rm -f "$REDIS_PIDFILE" "$REDIS_SOCKET"
-}
 
 # start_redis_again: a new redis-server on the same port and configuration.
 start_redis_again() {

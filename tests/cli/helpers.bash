@@ -272,3 +272,29 @@ reaped() {
     return 1
   fi
 }
+
+# own_redis: a redis-server for this test alone, which it may freeze, kill
+# and restart; exports REDIS_PORT, REDIS_SOCKET, REDIS_PIDFILE, REDIS_DIR and
+# RLOCK_URL (so rl, bg and redis_cli use it). The test's teardown stops it
+# (redis_stop "$BATS_TEST_TMPDIR/r").
+own_redis() {
+  redis_start "$BATS_TEST_TMPDIR/r"
+}
+
+# stop_redis: SIGKILL this test's redis-server; the port stays closed.
+stop_redis() {
+  local pid
+  pid=$(<"$REDIS_PIDFILE")
+  kill -KILL "$pid"
+  wait_until 5 not redis_pid_alive "$pid" || return 1
+  rm -f "$REDIS_PIDFILE" "$REDIS_SOCKET"
+}
+
+# crash_and_restart_redis: SIGKILL this test's redis-server and start a new
+# one on the same port with the same configuration. The new one starts empty
+# unless a SAVE wrote dump.rdb into the server's directory.
+crash_and_restart_redis() {
+  stop_redis || return 1
+  redis-server "$REDIS_DIR/redis.conf" >/dev/null 2>&1 || return 1
+  redis_await "$REDIS_DIR" "$REDIS_PORT"
+}

@@ -26,36 +26,11 @@ setup() {
   : >"$GROUPS_FILE"
 }
 teardown() {
-  local target pid
   if [[ -d $BATS_TEST_TMPDIR/r ]]; then
     redis_stop "$BATS_TEST_TMPDIR/r"
   fi
   common_teardown
-  while read -r target; do
-    [[ -n $target ]] || continue
-    for pid in $(pgrep -g "$target"); do
-      grep -qaF "$BATS_TEST_TMPDIR" "/proc/$pid/cmdline" 2>/dev/null &&
-        kill -KILL "$pid" 2>/dev/null
-    done
-  done <"$GROUPS_FILE"
-  return 0
-}
-
-# own_redis: a fresh redis-server for this test alone (see faults.bats).
-own_redis() {
-  redis_start "$BATS_TEST_TMPDIR/r"
-}
-
-# crash_and_restart_redis: SIGKILL this test's redis-server and start a new,
-# empty one on the same port with the same configuration.
-crash_and_restart_redis() {
-  local pid
-  pid=$(<"$REDIS_PIDFILE")
-  kill -KILL "$pid"
-  wait_until 5 not redis_pid_alive "$pid" || return 1
-  rm -f "$REDIS_PIDFILE" "$REDIS_SOCKET"
-  redis-server "$REDIS_DIR/redis.conf" >/dev/null 2>&1 || return 1
-  redis_await "$REDIS_DIR" "$REDIS_PORT"
+  kill_child_groups
 }
 
 # slow_to_stop_script FILE: a heartbeat child (see heartbeat.bash) that, on
