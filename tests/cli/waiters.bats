@@ -62,7 +62,7 @@ calls() {
   # The waiter has met the 150ms holder.
   wait_until 5 grep -q 'held by .*(sleep 1.5)' "$BG_ERR"
   reaped 0 "$first" 10
-  wait_until 5 [ "$(redis_cli hget 'rlock:{poll}' ttl_ms)" = 3600000 ]
+  wait_until 10 held_for_ms poll 3600000
   sleep 0.3
   redis_cli config resetstat >/dev/null
   sleep 2
@@ -90,6 +90,16 @@ proxy_control() {
   mv "$BATS_TEST_TMPDIR/proxy.control.tmp" "$BATS_TEST_TMPDIR/proxy.control"
 }
 
+# held_for_ms NAME TTL_MS: true when NAME is held with a lease of TTL_MS.
+held_for_ms() {
+  [[ $(redis_cli hget "rlock:{$1}" ttl_ms) == "$2" ]]
+}
+
+# subscribed CHANNEL: true when someone listens on CHANNEL.
+subscribed() {
+  [[ $(redis_cli pubsub numsub "$1" | tail -n 1) == 1 ]]
+}
+
 # held_by PID: true when the lock lr is held by a run whose pid is PID.
 held_by() {
   [[ $(redis_cli hget 'rlock:{lr}' pid) == "$1" ]]
@@ -97,24 +107,25 @@ held_by() {
 
 @test "a waiter whose winning acquire lost its reply, then interrupted, leaves no lock" {
   start_proxy
-  bg "$RLOCK" lr sleep 1
+  bg "$RLOCK" lr sh -c 'until [ -e go ]; do sleep 0.05; done'
   local holder=$BG_PID
-  wait_until 5 key_exists 'rlock:{lr}'
+  wait_until 10 key_exists 'rlock:{lr}'
   bg "$RLOCK" --url "redis://127.0.0.1:$PROXY_PORT/0" --io-timeout 300ms \
     lr echo waiter-ran
   local waiter=$BG_PID waiter_err=$BG_ERR
-  wait_until 5 [ "$(redis_cli pubsub numsub 'rlock:{lr}:released' | tail -n 1)" = 1 ]
-  # From now on the waiter's requests arrive 0.4s late and its replies 0.8s
+  wait_until 15 subscribed 'rlock:{lr}:released'
+  # From now on the waiter's requests arrive 0.35s late and its replies 0.7s
   # late, past its 300ms: the acquire after the release runs on the server,
   # its reply is lost, and the waiter reconnects.
-  proxy_control 0.4 0 0
+  proxy_control 0.35 0 0
+  touch go
   reaped 0 "$holder" 10
   wait_until 10 grep -q reconnecting "$waiter_err"
   wait_until 5 held_by "$waiter"
   kill -INT "$waiter"
   reaped 130 "$waiter" 10
   # Its token is released, not left to the 30s lease.
-  wait_until 3 key_absent 'rlock:{lr}'
+  wait_until 5 key_absent 'rlock:{lr}'
   not grep -q waiter-ran "$BG_OUT"
 }
 
