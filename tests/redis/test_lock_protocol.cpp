@@ -107,16 +107,31 @@ TEST_CASE("a wrong token can neither renew nor release") {
   CHECK_FALSE(lock::release(c, keys, "right"));
 }
 
+namespace {
+
+// Acquires the free lock with `token`, checks that its fence is above
+// `last`, and returns the fence.
+std::int64_t
+acquire_above(redis::Connection& c,
+              const lock::LockKeys& keys,
+              const std::string& token,
+              std::int64_t last) {
+  const auto attempt = acquire(c, keys, token);
+  REQUIRE(attempt.acquired);
+  CHECK(attempt.fence > last);
+  return attempt.fence;
+}
+
+} // namespace
+
 TEST_CASE("the fence strictly increases across releases and expiries") {
   auto c = connect();
   const auto keys = fresh_keys();
   std::int64_t last = 0;
   for (int i = 0; i < 3; ++i) {
-    const auto attempt = acquire(c, keys, "t" + std::to_string(i));
-    REQUIRE(attempt.acquired);
-    CHECK(attempt.fence > last);
-    last = attempt.fence;
-    REQUIRE(lock::release(c, keys, "t" + std::to_string(i)));
+    const std::string token = "t" + std::to_string(i);
+    last = acquire_above(c, keys, token, last);
+    REQUIRE(lock::release(c, keys, token));
   }
   const auto expiring = acquire(c, keys, "short", 50ms);
   REQUIRE(expiring.acquired);
@@ -149,10 +164,7 @@ TEST_CASE("the fence strictly increases when Redis loses the fence key") {
   const auto keys = fresh_keys();
   std::int64_t last = 0;
   for (int i = 0; i < 3; ++i) {
-    const auto attempt = acquire(c, keys, "t" + std::to_string(i));
-    REQUIRE(attempt.acquired);
-    CHECK(attempt.fence > last);
-    last = attempt.fence;
+    last = acquire_above(c, keys, "t" + std::to_string(i), last);
     c.command({"DEL", keys.lock, keys.fence});
   }
 }
