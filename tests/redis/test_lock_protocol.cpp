@@ -1,5 +1,6 @@
 // The lock protocol against a real redis-server, started by
 // tests/lib/with-redis.sh, which passes its URL in RLOCK_TEST_URL.
+#include <rlock/lock/deployment.hpp>
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/renewer.hpp>
 #include <rlock/lock/status.hpp>
@@ -36,6 +37,12 @@ connect() {
 lock::LockKeys
 fresh_keys() {
   return lock::keys_for("test:", "lock-" + random_token().substr(0, 8));
+}
+
+// A store of its own, on the test server, for a renewer.
+std::unique_ptr<lock::LockStore>
+test_store() {
+  return lock::open_store(lock::Deployment{test_endpoint(), {}, "test:", {}});
 }
 
 const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
@@ -245,8 +252,7 @@ TEST_CASE("a renewer takes a lease shorter than it set as lost") {
   const auto timing = lock::make_timing(600ms, std::nullopt).value();
   const auto attempt = acquire(c, keys, "mine", timing.ttl);
   REQUIRE(attempt.acquired);
-  lock::Renewer renewer(
-      test_endpoint(), {}, keys, "mine", timing, attempt.sent);
+  lock::Renewer renewer(test_store(), keys.name, "mine", timing, attempt.sent);
   c.command({"PEXPIRE", keys.lock, "350"});
   pollfd wake{renewer.wakeup_fd(), POLLIN, 0};
   const auto give_up = boot_now() + 2s;
@@ -266,7 +272,7 @@ TEST_CASE("renewal keeps a lock alive well past its TTL") {
   REQUIRE(attempt.acquired);
   {
     lock::Renewer renewer(
-        test_endpoint(), {}, keys, "renewed", timing, attempt.sent);
+        test_store(), keys.name, "renewed", timing, attempt.sent);
     std::this_thread::sleep_for(1200ms); // four TTLs
     CHECK_FALSE(renewer.loss());
     CHECK(renewer.kill_deadline() > boot_now());
@@ -285,8 +291,7 @@ TEST_CASE("a renewer reports a deleted lock as lost at its next renewal") {
   const auto timing = lock::make_timing(300ms, std::nullopt).value();
   const auto attempt = acquire(c, keys, "mine", timing.ttl);
   REQUIRE(attempt.acquired);
-  lock::Renewer renewer(
-      test_endpoint(), {}, keys, "mine", timing, attempt.sent);
+  lock::Renewer renewer(test_store(), keys.name, "mine", timing, attempt.sent);
   c.command({"DEL", keys.lock});
   pollfd wake{renewer.wakeup_fd(), POLLIN, 0};
   const auto give_up = boot_now() + 2s;

@@ -1,15 +1,16 @@
 #include <rlock/cli/run.hpp>
+#include <rlock/cli/server.hpp>
 #include <rlock/cli/wait_hooks.hpp>
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/renewer.hpp>
+#include <rlock/lock/held_lock.hpp>
 #include <rlock/lock/waiter.hpp>
+#include <rlock/proc/boot_timer.hpp>
 #include <rlock/proc/child.hpp>
 #include <rlock/proc/process_info.hpp>
 #include <rlock/proc/signal_block.hpp>
 #include <rlock/proc/signals.hpp>
 #include <rlock/proc/termination.hpp>
+#include <rlock/proc/tree.hpp>
 #include <rlock/proc/watchdog.hpp>
-#include <rlock/redis/errors.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
 #include <rlock/util/exit_codes.hpp>
@@ -18,8 +19,6 @@
 #include <rlock/util/text.hpp>
 
 #include <poll.h>
-#include <sys/prctl.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <array>
@@ -28,15 +27,10 @@ namespace rlock::cli {
 
 namespace {
 
-using lock::LockKeys;
-
-// Everything one run needs once the lock is held.
+// One run once the lock is held.
 struct Held {
   const RunOptions& options;
-  LockKeys keys;
-  std::string token;
-  lock::AcquireAttempt acquired;
-  std::optional<redis::Connection>& connection;
+  lock::HeldLock& lock;
   std::optional<lock::Slot> slot; // with --once-per: the slot this run is for
 };
 
@@ -44,28 +38,6 @@ struct Supervision {
   int exit_code = 0;
   std::optional<std::string> loss;
 };
-
-// Runs `step` on the main connection, reconnecting once when it has gone
-// stale while the command ran. An error reply is not retried: the step ran,
-// and running it again would find its own work done.
-template <typename Step>
-auto
-on_connection(const Held& held, Step&& step) {
-  for (int attempt = 0;; ++attempt) {
-    try {
-      if (!held.connection) {
-        held.connection.emplace(redis::Connection::open(
-            held.options.server.endpoint, held.options.server.connect));
-      }
-      return step(*held.connection);
-    } catch (const redis::TransientError&) {
-      held.connection.reset();
-      if (attempt > 0) {
-        throw;
-      }
-    }
-  }
-}
 
 std::int64_t
 milliseconds(Duration duration) {
@@ -87,8 +59,8 @@ report_gone(const Held& held) {
   const std::string reason =
       "it was no longer held when the command ended (deleted, taken over or "
       "expired)";
-  events::emit("lost", held.keys.name, {{"reason", reason}});
-  log::error("lost lock " + quote(held.keys.name) + ": " + reason);
+  events::emit("lost", held.lock.name(), {{"reason", reason}});
+  log::error("lost lock " + quote(held.lock.name()) + ": " + reason);
 }
 
 // Releases the lock, or with --hold keeps it until D after it was acquired
@@ -96,14 +68,12 @@ report_gone(const Held& held) {
 // expiry cleans up.
 Ending
 end_hold(const Held& held) {
-  const auto held_for = boot_now() - held.acquired.sent;
-  const auto& name = held.keys.name;
+  const auto held_for = boot_now() - held.lock.sent();
+  const auto& name = held.lock.name();
   try {
     if (held.options.hold && held_for < *held.options.hold) {
       const auto keep = *held.options.hold - held_for;
-      if (!on_connection(held, [&](redis::Connection& c) {
-            return lock::renew(c, held.keys, held.token, keep).held;
-          })) {
+      if (!held.lock.keep_for(keep)) {
         report_gone(held);
         return Ending::gone;
       }
@@ -115,9 +85,7 @@ end_hold(const Held& held) {
                     {"expires_in_ms", milliseconds(keep)}});
       return Ending::released;
     }
-    if (!on_connection(held, [&](redis::Connection& c) {
-          return lock::release(c, held.keys, held.token);
-        })) {
+    if (!held.lock.release()) {
       report_gone(held);
       return Ending::gone;
     }
@@ -137,13 +105,8 @@ end_hold(const Held& held) {
 void
 mark_slot(const Held& held) {
   try {
-    on_connection(held, [&](redis::Connection& c) {
-      lock::mark_slot_done(c,
-                           held.keys,
-                           held.slot->number,
-                           held.slot->left + *held.options.once_per);
-      return true;
-    });
+    held.lock.mark_slot_done(*held.slot,
+                             held.slot->left + *held.options.once_per);
   } catch (const Error& e) {
     log::warning(std::string(e.what())
                  + "; another run may follow in this slot");
@@ -155,74 +118,35 @@ mark_slot(const Held& held) {
 // the outer ones: the outer watchdog still finds the inner run's command.
 std::string
 run_marker(const Held& held) {
-  return "RLOCK_RUN_" + held.token + "=1";
+  return "RLOCK_RUN_" + held.lock.token() + "=1";
 }
 
 proc::ChildSpec
 child_spec(const Held& held, const proc::SignalBlock& signals) {
   proc::ChildSpec spec;
   spec.argv = held.options.command;
-  spec.environment = {"RLOCK_NAME=" + held.keys.name,
-                      "RLOCK_KEY=" + held.keys.lock,
-                      "RLOCK_TOKEN=" + held.token,
-                      "RLOCK_SUPERVISED_TOKEN=" + held.token,
-                      "RLOCK_FENCE=" + std::to_string(held.acquired.fence),
+  const auto& lock = held.lock;
+  spec.environment = {"RLOCK_NAME=" + lock.name(),
+                      "RLOCK_KEY=" + lock.key(),
+                      "RLOCK_TOKEN=" + lock.token(),
+                      "RLOCK_SUPERVISED_TOKEN=" + lock.token(),
+                      "RLOCK_FENCE=" + std::to_string(lock.fence()),
                       run_marker(held)};
   spec.signal_mask = signals.original_mask();
   return spec;
-}
-
-void
-arm_timer(int timer_fd, std::optional<BootTime> when) {
-  itimerspec spec{};
-  if (when) {
-    // An absolute zero would disarm the timer: fire at least at 1ns.
-    const auto ns = std::max<std::int64_t>(when->count(), 1);
-    spec.it_value.tv_sec = ns / 1'000'000'000;
-    spec.it_value.tv_nsec = ns % 1'000'000'000;
-  }
-  timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
 }
 
 // Waits for one of: a signal, news from the renewer, the timer.
 void
 wait_for_event(const proc::SignalBlock& signals,
                const lock::Renewer& renewer,
-               int timer_fd) {
+               const proc::BootTimer& timer) {
   std::array<pollfd, 3> fds{{{signals.fd(), POLLIN, 0},
                              {renewer.wakeup_fd(), POLLIN, 0},
-                             {timer_fd, POLLIN, 0}}};
+                             {timer.fd(), POLLIN, 0}}};
   ::poll(fds.data(), fds.size(), -1);
   renewer.drain_wakeups();
-  std::uint64_t expirations = 0;
-  [[maybe_unused]] const auto n =
-      ::read(timer_fd, &expirations, sizeof(expirations));
-}
-
-// Signals the child's group, and continues it so that a stopped group
-// gets the signal too (as timeout(1) does).
-void
-signal_and_continue(const proc::Child& child, int signal) {
-  child.signal_group(signal);
-  if (signal != SIGKILL && signal != SIGCONT) {
-    child.signal_group(SIGCONT);
-  }
-}
-
-// Signals everything the child started, also what left its process group
-// (timeout(1) in a script, setsid): rlock is their subreaper, so even
-// orphans stay in its tree. For a lost lock only: nothing may outlive it.
-void
-signal_tree(const proc::Child& child, pid_t watchdog, int signal) {
-  signal_and_continue(child, signal);
-  for (const pid_t pid : proc::descendants_of(getpid(), watchdog)) {
-    if (getpgid(pid) != child.pid()) {
-      kill(pid, signal);
-      if (signal != SIGKILL) {
-        kill(pid, SIGCONT);
-      }
-    }
-  }
+  timer.drain();
 }
 
 // Starts stopping the child after a loss: the kill signal now and SIGKILL
@@ -242,9 +166,9 @@ stop_child(const proc::Child& child,
       std::min(now + options.timing.kill_after, lease_end);
   const int signal = now >= lease_end ? SIGKILL : options.kill_signal;
   // Signal first: saying so must not delay it.
-  signal_tree(child, watchdog, signal);
-  events::emit("lost", held.keys.name, {{"reason", loss}});
-  log::error("lost lock " + quote(held.keys.name) + ": " + loss + "; sent SIG"
+  proc::signal_tree(child, watchdog, signal);
+  events::emit("lost", held.lock.name(), {{"reason", loss}});
+  log::error("lost lock " + quote(held.lock.name()) + ": " + loss + "; sent SIG"
              + proc::signal_name(signal) + " to the command");
   return sigkill_at;
 }
@@ -259,10 +183,7 @@ supervise(proc::Child& child,
           const proc::SignalBlock& signals,
           const Held& held) {
   const pid_t watchdog = watchdog_process.pid();
-  UniqueFd timer(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
-  if (timer.get() < 0) {
-    throw_errno("timerfd_create");
-  }
+  proc::BootTimer timer;
   Supervision result;
   std::optional<BootTime> sigkill_at;
   bool killed = false;
@@ -289,7 +210,7 @@ supervise(proc::Child& child,
       return result;
     }
     if (sigkill_at && !killed && boot_now() >= *sigkill_at) {
-      signal_tree(child, watchdog, SIGKILL);
+      proc::signal_tree(child, watchdog, SIGKILL);
       killed = true;
     }
     if (child.resume_pending() && !result.loss) {
@@ -301,11 +222,10 @@ supervise(proc::Child& child,
       watchdog_process.kill_at(renewer.kill_deadline()
                                + held.options.timing.kill_after);
     }
-    arm_timer(timer.get(),
-              !result.loss ? std::optional(renewer.kill_deadline())
+    timer.arm(!result.loss ? std::optional(renewer.kill_deadline())
               : killed     ? std::nullopt
                            : sigkill_at);
-    wait_for_event(signals, renewer, timer.get());
+    wait_for_event(signals, renewer, timer);
     bool child_changed = false;
     while (const int signal = signals.take()) {
       if (signal == SIGCHLD) {
@@ -329,9 +249,7 @@ void
 disarm_watchdog(proc::Watchdog& watchdog) {
   watchdog.disarm();
   if (watchdog.fired()) {
-    for (const pid_t pid : proc::descendants_of(getpid(), -1)) {
-      kill(pid, SIGKILL);
-    }
+    proc::kill_descendants();
   }
 }
 
@@ -340,23 +258,37 @@ disarm_watchdog(proc::Watchdog& watchdog) {
 int
 lease_ran_out_before_start(const Held& held) {
   const std::string reason = "the lease ran out before the command started";
-  events::emit("lost", held.keys.name, {{"reason", reason}});
-  log::error("lost lock " + quote(held.keys.name) + ": " + reason
+  events::emit("lost", held.lock.name(), {{"reason", reason}});
+  log::error("lost lock " + quote(held.lock.name()) + ": " + reason
              + "; it was not run");
-  lock::release_quietly(held.options.server.endpoint,
-                        held.options.server.connect,
-                        held.keys,
-                        held.token);
+  held.lock.release_quietly();
   return exit_code::k_lock_lost;
 }
+
+// Stops the renewer on the way out of run_held(), whichever way: before the
+// output it writes through stops being deferred.
+class RenewingScope {
+public:
+  explicit RenewingScope(lock::HeldLock& lock) : m_lock(lock) {
+  }
+  ~RenewingScope() {
+    m_lock.stop_renewing();
+  }
+  RenewingScope(const RenewingScope&) = delete;
+  RenewingScope& operator=(const RenewingScope&) = delete;
+
+private:
+  lock::HeldLock& m_lock;
+};
 
 int
 run_held(const Held& held, const proc::SignalBlock& signals) {
   const auto& options = held.options;
+  auto& lock = held.lock;
   std::optional<proc::Child> child;
   // Orphaned descendants come to us rather than to init, so that a lost lock
   // can reach them.
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  proc::become_subreaper();
   try {
     child.emplace(proc::Child::spawn(child_spec(held, signals)));
   } catch (const Error&) {
@@ -368,9 +300,9 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   // environment.
   proc::Watchdog watchdog =
       proc::Watchdog::start({child->pid(), run_marker(held)},
-                            options.timing.valid_until(held.acquired.sent));
+                            options.timing.valid_until(lock.sent()));
   // The last moment to check that the command may still start.
-  if (boot_now() >= options.timing.kill_deadline(held.acquired.sent)) {
+  if (boot_now() >= lock.kill_deadline()) {
     child->finish();
     disarm_watchdog(watchdog);
     return lease_ran_out_before_start(held);
@@ -385,24 +317,19 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   // From here on no output may block the renewals or the kill path. After
   // the watchdog's fork: that child must not inherit a second thread.
   const output::Deferred deferred_output;
-  lock::Renewer renewer(options.server.endpoint,
-                        options.server.connect,
-                        held.keys,
-                        held.token,
-                        options.timing,
-                        held.acquired.sent);
+  const RenewingScope renewing(lock);
+  auto& renewer = lock.start_renewing();
   const auto result = supervise(*child, watchdog, renewer, signals, held);
   if (result.loss) {
-    signal_tree(*child, watchdog.pid(), SIGKILL);
+    proc::signal_tree(*child, watchdog.pid(), SIGKILL);
   }
   // Whatever the command left running in its group dies before the release.
   const int exit_code = child->finish();
   if (result.loss) {
-    renewer.stop();
+    lock.stop_renewing();
     disarm_watchdog(watchdog);
     // Gone already, or expiring unrenewed: either way let the next holder in.
-    lock::release_quietly(
-        options.server.endpoint, options.server.connect, held.keys, held.token);
+    lock.release_quietly();
     return exit_code::k_lock_lost;
   }
   if (held.slot && exit_code == exit_code::k_success) {
@@ -412,10 +339,10 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   // first. A renewal racing the release finds the token gone and changes
   // nothing, but one racing --hold's last extension would replace it.
   if (options.hold) {
-    renewer.stop();
+    lock.stop_renewing();
   }
   const Ending ending = end_hold(held);
-  renewer.stop();
+  lock.stop_renewing();
   disarm_watchdog(watchdog);
   if (ending == Ending::gone) {
     return exit_code::k_lock_lost;
@@ -463,18 +390,14 @@ run_lock(const RunOptions& options) {
                              k_forwarded_signals.end());
   delivered.push_back(SIGCHLD);
   const proc::SignalBlock signals(delivered, {SIGPIPE, SIGTTOU, SIGTTIN});
-  std::optional<redis::Connection> connection(
-      redis::Connection::open(options.server.endpoint, options.server.connect));
-  const auto keys = lock::keys_for(options.server.prefix, options.name);
-  const auto token = random_token();
+  const auto store = open_store(options.server);
+  store->connect();
+  const lock::LockRequest request{
+      options.name, random_token(), options.timing.ttl, holder_of(options)};
   const auto outcome = acquire_or_undo(
-      *connection,
-      LockWait{options.server,
-               keys,
-               token,
-               options.timing.ttl,
-               holder_of(options),
-               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
+      *store,
+      request,
+      lock::WaitOptions{options.nonblock, options.wait, options.fair},
       signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
@@ -485,7 +408,8 @@ run_lock(const RunOptions& options) {
     report_not_acquired(options.name, options.wait, outcome.attempt);
     return options.conflict_exit_code;
   }
-  Held held{options, keys, token, outcome.attempt, connection, std::nullopt};
+  lock::HeldLock lock(*store, request, outcome.attempt, options.timing);
+  Held held{options, lock, std::nullopt};
   log::info("acquired " + quote(options.name) + " (fence "
             + std::to_string(outcome.attempt.fence) + ")");
   events::emit("acquired",
@@ -499,7 +423,7 @@ run_lock(const RunOptions& options) {
   }
   if (options.once_per) {
     try {
-      held.slot = lock::current_slot(*connection, keys, *options.once_per);
+      held.slot = lock.current_slot(*options.once_per);
     } catch (const Error&) {
       end_hold(held);
       throw;
@@ -514,8 +438,8 @@ run_lock(const RunOptions& options) {
     return run_held(held, signals);
   } catch (...) {
     // Whatever went wrong, the lock must not wait out its lease.
-    lock::release_quietly(
-        options.server.endpoint, options.server.connect, keys, token);
+    lock.stop_renewing();
+    lock.release_quietly();
     throw;
   }
 }

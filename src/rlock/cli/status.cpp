@@ -1,7 +1,8 @@
+#include <rlock/cli/server.hpp>
 #include <rlock/cli/status.hpp>
 #include <rlock/cli/status_view.hpp>
 #include <rlock/cli/wait_hooks.hpp>
-#include <rlock/lock/status.hpp>
+#include <rlock/lock/store.hpp>
 #include <rlock/util/clock.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/exit_codes.hpp>
@@ -37,13 +38,11 @@ table_width(const StatusOptions& options) {
 }
 
 lock::StatusSnapshot
-read_snapshot(redis::Connection& connection, const StatusOptions& options) {
+read_snapshot(lock::LockStore& store, const StatusOptions& options) {
   if (!options.names.empty()) {
-    return lock::read_locks(connection, options.server.prefix, options.names);
+    return store.read_locks(options.names);
   }
-  return lock::list_locks(connection,
-                          options.server.prefix,
-                          options.match.empty() ? "*" : options.match);
+  return store.list_locks(options.match.empty() ? "*" : options.match);
 }
 
 std::string
@@ -72,13 +71,13 @@ local_time_now() {
 
 // Redraws the table every interval until SIGINT, SIGTERM or SIGHUP.
 int
-watch(redis::Connection& connection, const StatusOptions& options) {
+watch(lock::LockStore& store, const StatusOptions& options) {
   const proc::SignalBlock signals({SIGINT, SIGTERM, SIGHUP}, {SIGPIPE});
   const bool terminal = isatty(STDOUT_FILENO) != 0;
   const auto interval_ms =
       std::chrono::ceil<std::chrono::milliseconds>(*options.watch).count();
   do {
-    const auto snapshot = read_snapshot(connection, options);
+    const auto snapshot = read_snapshot(store, options);
     std::string text = terminal ? "\033[H\033[2J" : "";
     text += "Every " + format_duration(*options.watch) + ": rlock status"
             + std::string(8, ' ') + local_time_now() + "\n\n";
@@ -96,12 +95,13 @@ watch(redis::Connection& connection, const StatusOptions& options) {
 
 int
 run_status(const StatusOptions& options) {
-  auto connection =
-      redis::Connection::open(options.server.endpoint, options.server.connect);
+  const auto owned_store = open_store(options.server);
+  auto& store = *owned_store;
+  store.connect();
   if (options.watch) {
-    return watch(connection, options);
+    return watch(store, options);
   }
-  const auto snapshot = read_snapshot(connection, options);
+  const auto snapshot = read_snapshot(store, options);
   if (options.names.empty() && snapshot.locks.empty() && !options.json) {
     log::error(nothing_held(options));
     return exit_code::k_success;

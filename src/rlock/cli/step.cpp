@@ -1,6 +1,7 @@
+#include <rlock/cli/server.hpp>
 #include <rlock/cli/step.hpp>
 #include <rlock/cli/wait_hooks.hpp>
-#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/store.hpp>
 #include <rlock/proc/process_info.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/util/error.hpp>
@@ -21,7 +22,7 @@ namespace rlock::cli {
 namespace {
 
 using Action = StepOptions::Action;
-using lock::LockKeys;
+using lock::LockStore;
 
 // A lock taken by `rlock acquire` belongs to the script that ran it.
 lock::Holder
@@ -35,14 +36,15 @@ calling_script() {
 
 std::string
 output_of(const StepOptions& options,
-          const LockKeys& keys,
+          const std::string& key,
           const std::string& token,
           std::int64_t fence) {
+  const std::string& name = options.name;
   switch (options.output) {
   case StepOptions::Output::json:
     return nlohmann::ordered_json{
-               {"name", keys.name},
-               {"key", keys.lock},
+               {"name", name},
+               {"key", key},
                {"token", token},
                {"fence", fence},
                {"ttl_ms",
@@ -52,8 +54,8 @@ output_of(const StepOptions& options,
                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
            + "\n";
   case StepOptions::Output::env:
-    return "RLOCK_NAME=" + shell_join({keys.name})
-           + "\nRLOCK_KEY=" + shell_join({keys.lock}) + "\nRLOCK_TOKEN=" + token
+    return "RLOCK_NAME=" + shell_join({name})
+           + "\nRLOCK_KEY=" + shell_join({key}) + "\nRLOCK_TOKEN=" + token
            + "\nRLOCK_FENCE=" + std::to_string(fence)
            + "\nexport RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE\n";
   case StepOptions::Output::token:
@@ -63,20 +65,16 @@ output_of(const StepOptions& options,
 }
 
 int
-acquire(const StepOptions& options,
-        redis::Connection& connection,
-        const LockKeys& keys) {
+acquire(const StepOptions& options, LockStore& store) {
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
-  const auto token = random_token();
+  const lock::LockRequest request{
+      options.name, random_token(), options.ttl, calling_script()};
+  const auto& token = request.token;
   const auto outcome = acquire_or_undo(
-      connection,
-      LockWait{options.server,
-               keys,
-               token,
-               options.ttl,
-               calling_script(),
-               lock::WaitOptions{options.nonblock, options.wait, options.fair}},
+      store,
+      request,
+      lock::WaitOptions{options.nonblock, options.wait, options.fair},
       signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
@@ -86,31 +84,32 @@ acquire(const StepOptions& options,
   if (outcome.kind == Kind::timed_out) {
     const auto& held_back = outcome.attempt.held_back;
     if (options.wait && *options.wait > Duration::zero()) {
-      log::notice("gave up waiting for " + quote(keys.name) + " after "
+      log::notice("gave up waiting for " + quote(options.name) + " after "
                   + format_duration(*options.wait) + "; "
                   + (held_back.empty()
                          ? "held by " + printable(outcome.attempt.holder)
                          : held_back));
     } else if (!held_back.empty()) {
-      log::info("not acquired: " + quote(keys.name) + ": " + held_back);
+      log::info("not acquired: " + quote(options.name) + ": " + held_back);
     }
     return options.conflict_exit_code;
   }
-  log::info("acquired " + quote(keys.name) + " (fence "
+  log::info("acquired " + quote(options.name) + " (fence "
             + std::to_string(outcome.attempt.fence) + ") for "
             + format_duration(options.ttl));
-  const auto text = output_of(options, keys, token, outcome.attempt.fence);
+  const auto text = output_of(
+      options, store.key_of(options.name), token, outcome.attempt.fence);
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (std::fflush(stdout) != 0) {
     // Nobody would know the token: give the lock back.
-    lock::release(connection, keys, token);
+    store.release(options.name, token);
   }
   return exit_code::k_success;
 }
 
 int
-not_held(const LockKeys& keys) {
-  log::warning("lock " + quote(keys.name) + " is not held by this token");
+not_held(const std::string& name) {
+  log::warning("lock " + quote(name) + " is not held by this token");
   return exit_code::k_failure;
 }
 
@@ -124,59 +123,54 @@ supervised_token(const std::string& token) {
 }
 
 int
-release(const StepOptions& options,
-        redis::Connection& connection,
-        const LockKeys& keys) {
+release(const StepOptions& options, LockStore& store) {
   if (!options.force && supervised_token(options.token)) {
     throw Error(exit_code::k_usage,
-                "release: lock " + quote(keys.name)
+                "release: lock " + quote(options.name)
                     + " is held by the rlock running this command, which "
                       "releases it when the command ends");
   }
   if (!options.force) {
-    return lock::release(connection, keys, options.token) ? exit_code::k_success
-                                                          : not_held(keys);
+    return store.release(options.name, options.token) ? exit_code::k_success
+                                                      : not_held(options.name);
   }
-  const auto broken = lock::force_release(connection, keys);
+  const auto broken = store.force_release(options.name);
   if (!broken) {
-    log::warning("lock " + quote(keys.name) + " was not held");
+    log::warning("lock " + quote(options.name) + " was not held");
     return exit_code::k_failure;
   }
-  log::error("broke lock " + quote(keys.name) + " held by "
+  log::error("broke lock " + quote(options.name) + " held by "
              + printable(broken->holder) + " (" + printable(broken->command)
              + ")");
   return exit_code::k_success;
 }
 
 int
-check(const StepOptions& options,
-      redis::Connection& connection,
-      const LockKeys& keys) {
-  const auto left = lock::check(connection, keys, options.token);
+check(const StepOptions& options, LockStore& store) {
+  const auto left = store.check(options.name, options.token);
   if (!left) {
-    log::info(quote(keys.name) + " is not held by this token");
+    log::info(quote(options.name) + " is not held by this token");
     return exit_code::k_failure;
   }
   if (*left < options.min_validity) {
-    log::info(quote(keys.name) + " is held for only " + format_duration(*left));
+    log::info(quote(options.name) + " is held for only "
+              + format_duration(*left));
     return exit_code::k_failure;
   }
-  log::info(quote(keys.name) + " is held, " + format_duration(*left) + " left");
+  log::info(quote(options.name) + " is held, " + format_duration(*left)
+            + " left");
   return exit_code::k_success;
 }
 
 int
-wait_until_free(const StepOptions& options,
-                redis::Connection& connection,
-                const LockKeys& keys) {
+wait_until_free(const StepOptions& options, LockStore& store) {
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
-  const auto outcome = lock::wait_until_free(
-      connection,
-      keys,
-      lock::WaitOptions{
-          false, options.wait, false, options.server.restart_grace},
-      make_wait_hooks(options.server, signals, connection));
+  const auto outcome =
+      lock::wait_until_free(store,
+                            options.name,
+                            lock::WaitOptions{false, options.wait, false},
+                            make_wait_hooks(signals));
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);
@@ -191,28 +185,26 @@ wait_until_free(const StepOptions& options,
 int
 run_step(const StepOptions& options) {
   log::set_level(options.log_level);
-  auto connection =
-      redis::Connection::open(options.server.endpoint, options.server.connect);
-  const auto keys = lock::keys_for(options.server.prefix, options.name);
+  const auto store = open_store(options.server);
+  store->connect();
   switch (options.action) {
   case Action::acquire:
-    return acquire(options, connection, keys);
+    return acquire(options, *store);
   case Action::extend:
     // Never shortens: the lease may be one a supervising rlock counts on.
-    return lock::renew(connection,
-                       keys,
-                       options.token,
-                       options.ttl,
-                       lock::RenewMode::at_least)
+    return store->renew(options.name,
+                        options.token,
+                        options.ttl,
+                        lock::RenewMode::at_least)
                    .held
                ? exit_code::k_success
-               : not_held(keys);
+               : not_held(options.name);
   case Action::release:
-    return release(options, connection, keys);
+    return release(options, *store);
   case Action::check:
-    return check(options, connection, keys);
+    return check(options, *store);
   case Action::wait:
-    return wait_until_free(options, connection, keys);
+    return wait_until_free(options, *store);
   }
   return exit_code::k_usage;
 }

@@ -48,46 +48,28 @@ take_terminating(const proc::SignalBlock& signals) {
 }
 
 lock::WaitHooks
-make_wait_hooks(const ServerOptions& server,
-                const proc::SignalBlock& signals,
-                redis::Connection& connection) {
-  return lock::WaitHooks{[&server](const std::vector<std::string>& channels) {
-                           return redis::Subscription::open(
-                               server.endpoint, server.connect, channels);
-                         },
-                         [&signals](int fd, Duration duration) {
+make_wait_hooks(const proc::SignalBlock& signals) {
+  return lock::WaitHooks{[&signals](int fd, Duration duration) {
                            return sleep_or_signal(signals, fd, duration);
                          },
-                         [&server, &connection] {
-                           connection = redis::Connection::open(server.endpoint,
-                                                                server.connect);
-                         }};
+                         nullptr};
 }
 
 lock::WaitOutcome
-acquire_or_undo(redis::Connection& connection,
-                const LockWait& wait,
+acquire_or_undo(lock::LockStore& store,
+                const lock::LockRequest& request,
+                const lock::WaitOptions& options,
                 const proc::SignalBlock& signals) {
-  lock::WaitOptions options = wait.options;
-  options.restart_grace = wait.server.restart_grace;
   try {
     auto outcome =
-        lock::wait_for_lock(connection,
-                            wait.keys,
-                            wait.token,
-                            wait.ttl,
-                            wait.holder,
-                            options,
-                            make_wait_hooks(wait.server, signals, connection));
+        lock::wait_for_lock(store, request, options, make_wait_hooks(signals));
     if (outcome.uncertain
         && outcome.kind != lock::WaitOutcome::Kind::acquired) {
-      lock::release_quietly(
-          wait.server.endpoint, wait.server.connect, wait.keys, wait.token);
+      store.release_quietly(request.name, request.token);
     }
     return outcome;
   } catch (const Error&) {
-    lock::release_quietly(
-        wait.server.endpoint, wait.server.connect, wait.keys, wait.token);
+    store.release_quietly(request.name, request.token);
     throw;
   }
 }

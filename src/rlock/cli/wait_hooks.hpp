@@ -13,28 +13,17 @@ inline constexpr std::array<int, 6> k_forwarded_signals{
 // Returns the first pending signal other than SIGCHLD, or 0.
 int take_terminating(const proc::SignalBlock& signals);
 
-// Returns the hooks a waiter needs: subscriptions to `server`, sleeps that a
-// signal in `signals` cuts short, and reconnecting `connection`.
-lock::WaitHooks make_wait_hooks(const ServerOptions& server,
-                                const proc::SignalBlock& signals,
-                                redis::Connection& connection);
-
-// A lock to wait for, and how.
-struct LockWait {
-  const ServerOptions& server;
-  const lock::LockKeys& keys;
-  const std::string& token;
-  Duration ttl;
-  lock::Holder holder;
-  lock::WaitOptions options;
-};
+// Returns the hooks a waiter needs: sleeps that a signal in `signals` cuts
+// short.
+lock::WaitHooks make_wait_hooks(const proc::SignalBlock& signals);
 
 // Waits for the lock, cut short by signals in `signals`. An acquire whose
 // reply never came may have taken the lock: on an error, and when a wait
 // that lost a reply ends without the lock (a signal, -w ran out), it is
 // released again (compare-and-delete, bounded, best effort).
-lock::WaitOutcome acquire_or_undo(redis::Connection& connection,
-                                  const LockWait& wait,
+lock::WaitOutcome acquire_or_undo(lock::LockStore& store,
+                                  const lock::LockRequest& request,
+                                  const lock::WaitOptions& options,
                                   const proc::SignalBlock& signals);
 
 } // namespace rlock::cli

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rlock/lock/keys.hpp>
+#include <rlock/lock/lease.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/util/clock.hpp>
 
@@ -9,52 +10,6 @@
 #include <string>
 
 namespace rlock::lock {
-
-// Who holds a lock, as `status` shows it.
-struct Holder {
-  std::string host;
-  long pid = 0;
-  std::string user;
-  std::string command;
-};
-
-// The answer to one acquire attempt.
-struct AcquireAttempt {
-  bool acquired = false;
-  // When acquired: the fencing token.
-  std::int64_t fence = 0;
-  // When the request was sent: the lease counts from here.
-  BootTime sent{};
-  // When not acquired: look again after this at the latest (-1: no hint).
-  std::int64_t retry_ms = -1;
-  // When not acquired: "user@host:pid", or who is ahead in the queue.
-  std::string holder;
-  // When not acquired: the holder's command line.
-  std::string command;
-  // When not acquired: 1-based place in the --fair queue, 0 outside it.
-  std::int64_t place = 0;
-  // When not acquired: the holder's lease length, 0 if unknown.
-  std::int64_t holder_ttl_ms = 0;
-  // When not acquired: how long the holder has held it.
-  std::int64_t held_ms = 0;
-  // When not acquired because the server started too recently
-  // (--restart-grace): why, for people; retry_ms is when the grace ends.
-  std::string held_back;
-};
-
-// A lock broken by release --force.
-struct BrokenLock {
-  std::string holder; // user@host:pid
-  std::string command;
-  std::string token;
-};
-
-// --once-per's view of the current slot, by the server's clock.
-struct Slot {
-  std::int64_t number = 0;
-  bool done = false; // a run already succeeded in it
-  Duration left{};   // until the next slot begins
-};
 
 // Tries once to take the lock with `token` for `ttl`. With a `queue_ttl`, a
 // waiter that does not get it joins the FIFO queue (or refreshes its place
@@ -72,19 +27,6 @@ AcquireAttempt try_acquire(redis::Connection& connection,
 void leave_queue(redis::Connection& connection,
                  const LockKeys& keys,
                  const std::string& token);
-
-// How renew() sets the lease: `exact` makes it end `ttl` from now (the
-// supervising run's renewals and its --hold); `at_least` only ever lengthens
-// it (`rlock extend`, which may run inside a supervised job).
-enum class RenewMode { exact, at_least };
-
-// The answer to one renewal.
-struct Renewal {
-  bool held = false;
-  // The lease's PTTL found before extending it: -1 without expiry, -2 when
-  // not held.
-  std::int64_t remaining_before_ms = -2;
-};
 
 // Extends the lease to `ttl` from now (zero: the length it was taken with),
 // as `mode` says. `held` is false when `token` no longer holds the lock.

@@ -1,4 +1,3 @@
-#include <rlock/lock/protocol.hpp>
 #include <rlock/lock/renewer.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
@@ -33,16 +32,15 @@ signal_eventfd(int fd) {
 
 } // namespace
 
-Renewer::Renewer(redis::Endpoint endpoint,
-                 redis::ConnectOptions options,
-                 LockKeys keys,
+Renewer::Renewer(std::unique_ptr<LockStore> store,
+                 std::string name,
                  std::string token,
                  LeaseTiming timing,
                  BootTime sent)
-    : m_endpoint(std::move(endpoint)), m_options(options),
-      m_keys(std::move(keys)), m_token(std::move(token)), m_timing(timing),
-      m_last_sent_ns(sent.count()), m_wakeup(make_eventfd()),
-      m_stop(make_eventfd()), m_thread([this] { run(); }) {
+    : m_store(std::move(store)), m_name(std::move(name)),
+      m_token(std::move(token)), m_timing(timing), m_last_sent_ns(sent.count()),
+      m_wakeup(make_eventfd()), m_stop(make_eventfd()),
+      m_thread([this] { run(); }) {
 }
 
 Renewer::~Renewer() {
@@ -110,7 +108,7 @@ Renewer::renew_until_lost() {
       // `timeout`). A renewal on a new connection tells which, silently:
       // nothing was lost. At most one per retry delay, should the server
       // close every connection at once.
-      m_connection.reset();
+      m_store->disconnect();
       next = std::max(boot_now(), last_try + m_timing.retry_delay);
       continue;
     }
@@ -138,15 +136,9 @@ bool
 Renewer::renew_once(BootTime deadline) {
   const BootTime sent = boot_now();
   try {
-    const Duration budget = deadline - sent;
-    if (!m_connection) {
-      redis::ConnectOptions bounded = m_options;
-      bounded.connect_timeout = std::min(m_options.connect_timeout, budget);
-      m_connection.emplace(redis::Connection::open(m_endpoint, bounded));
-    }
-    m_connection->set_io_timeout(
-        std::min(m_options.io_timeout, deadline - boot_now()));
-    const auto renewal = renew(*m_connection, m_keys, m_token, m_timing.ttl);
+    m_store->set_deadline(deadline);
+    const auto renewal =
+        m_store->renew(m_name, m_token, m_timing.ttl, RenewMode::exact);
     if (!renewal.held) {
       mark_lost("it was deleted or taken over");
       return false;
@@ -156,7 +148,6 @@ Renewer::renew_once(BootTime deadline) {
       return false;
     }
   } catch (const Error& e) {
-    m_connection.reset();
     std::lock_guard lock(m_loss_mutex);
     const bool first_failure = m_failure.empty();
     m_failure = e.what();
@@ -195,11 +186,11 @@ Renewer::publish_renewal(BootTime sent, BootTime deadline) {
   m_failure.clear();
   m_at_risk = false;
   m_last_sent_ns = sent.count();
-  log::info("renewed " + quote(m_keys.name) + " (valid for "
+  log::info("renewed " + quote(m_name) + " (valid for "
             + format_duration(m_timing.ttl) + ")");
   events::emit(
       "renewed",
-      m_keys.name,
+      m_name,
       {{"ttl_ms",
         std::chrono::duration_cast<std::chrono::milliseconds>(m_timing.ttl)
             .count()}});
@@ -231,13 +222,13 @@ Renewer::cut_short_reason(std::int64_t remaining_ms) const {
 // left before the child must be stopped.
 void
 Renewer::report_failure(BootTime deadline, const std::string& error) {
-  events::emit("renew-failed", m_keys.name, {{"error", error}});
+  events::emit("renew-failed", m_name, {{"error", error}});
   const auto left = deadline - boot_now();
   if (!m_at_risk && left < m_timing.ttl / 3) {
     m_at_risk = true;
     events::emit(
         "at-risk",
-        m_keys.name,
+        m_name,
         {{"left_ms",
           std::chrono::duration_cast<std::chrono::milliseconds>(left).count()},
          {"error", error}});
@@ -252,9 +243,8 @@ Renewer::sleep_until(BootTime when) {
     if (left <= Duration::zero()) {
       return Wake::due;
     }
-    std::array<pollfd, 2> fds{
-        {{m_stop.get(), POLLIN, 0},
-         {m_connection ? m_connection->fd() : -1, POLLIN | POLLRDHUP, 0}}};
+    std::array<pollfd, 2> fds{{{m_stop.get(), POLLIN, 0},
+                               {m_store->idle_fd(), POLLIN | POLLRDHUP, 0}}};
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
     ::poll(fds.data(),
            fds.size(),
@@ -262,21 +252,9 @@ Renewer::sleep_until(BootTime when) {
     if (fds[0].revents != 0) {
       return Wake::stopped;
     }
-    if (fds[1].revents != 0 && idle_connection_broken()) {
+    if (fds[1].revents != 0 && m_store->idle_connection_broken()) {
       return Wake::closed;
     }
-  }
-}
-
-// True when the server closed the idle connection or sent it something
-// unasked for: unusable either way. A TLS record without data (a session
-// ticket after the handshake) is neither; reading it quiets the socket.
-bool
-Renewer::idle_connection_broken() {
-  try {
-    return m_connection->take_arrived_reply(true).has_value();
-  } catch (const Error&) {
-    return true;
   }
 }
 
@@ -284,13 +262,11 @@ Renewer::idle_connection_broken() {
 // server going away from the start. A failure is left to that renewal.
 void
 Renewer::connect_early() {
-  redis::ConnectOptions bounded = m_options;
-  bounded.connect_timeout =
-      std::min(m_options.connect_timeout, m_timing.renew_interval);
+  m_store->set_deadline(boot_now() + m_timing.renew_interval);
   try {
-    m_connection.emplace(redis::Connection::open(m_endpoint, bounded));
+    m_store->connect();
   } catch (const Error&) {
-    m_connection.reset();
+    // The first renewal connects again.
   }
 }
 

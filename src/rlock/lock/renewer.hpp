@@ -1,11 +1,11 @@
 #pragma once
 
-#include <rlock/lock/keys.hpp>
+#include <rlock/lock/store.hpp>
 #include <rlock/lock/timing.hpp>
-#include <rlock/redis/connection.hpp>
 #include <rlock/util/fd.hpp>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -13,7 +13,7 @@
 
 namespace rlock::lock {
 
-// Keeps a held lease alive from a thread of its own, on a connection of its
+// Keeps a held lease alive from a thread of its own, on a store of its
 // own: renews every ttl/3, retries a failed renewal promptly with each attempt
 // bounded by the validity left, and reconnects when needed. Between renewals
 // it watches that connection: when the server closes it (a restart, or its
@@ -22,10 +22,10 @@ namespace rlock::lock {
 // loss(), woken through wakeup_fd().
 class Renewer {
 public:
-  // Starts renewing the lease `token` holds since the request sent at `sent`.
-  Renewer(redis::Endpoint endpoint,
-          redis::ConnectOptions options,
-          LockKeys keys,
+  // Starts renewing, on `store`, the lease `token` holds on lock `name`
+  // since the request sent at `sent`.
+  Renewer(std::unique_ptr<LockStore> store,
+          std::string name,
           std::string token,
           LeaseTiming timing,
           BootTime sent);
@@ -71,7 +71,6 @@ private:
   void renew_until_lost();
   void connect_early();
   Wake sleep_until(BootTime when);
-  bool idle_connection_broken();
   bool renew_once(BootTime deadline);
   bool publish_renewal(BootTime sent, BootTime deadline);
   std::optional<std::string> cut_short_reason(std::int64_t remaining_ms) const;
@@ -80,9 +79,8 @@ private:
   void record_failure(const std::string& error);
   void notify() const;
 
-  redis::Endpoint m_endpoint;
-  redis::ConnectOptions m_options;
-  LockKeys m_keys;
+  std::unique_ptr<LockStore> m_store;
+  std::string m_name;
   std::string m_token;
   LeaseTiming m_timing;
   std::atomic<std::int64_t> m_last_sent_ns;
@@ -91,7 +89,6 @@ private:
   std::string m_loss_reason;
   std::string m_failure;  // guarded by m_loss_mutex
   bool m_at_risk = false; // guarded by m_loss_mutex
-  std::optional<redis::Connection> m_connection;
   UniqueFd m_wakeup;
   UniqueFd m_stop;
   std::thread m_thread;

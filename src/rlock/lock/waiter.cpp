@@ -1,4 +1,3 @@
-#include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/redis/errors.hpp>
 #include <rlock/util/error.hpp>
@@ -62,17 +61,18 @@ class Waiter {
 public:
   Waiter(std::function<AcquireAttempt()> attempt,
          std::function<std::int64_t()> remaining,
-         const LockKeys& keys,
+         LockStore& store,
+         const std::string& name,
          const std::string& token,
          Duration ttl,
          const WaitOptions& options,
          const WaitHooks& hooks,
          std::function<void()> leave)
       : m_attempt(std::move(attempt)), m_remaining(std::move(remaining)),
-        m_keys(keys), m_token(token), m_ttl(ttl), m_options(options),
-        m_hooks(hooks), m_leave(std::move(leave)) {
+        m_store(store), m_name(name), m_token(token), m_ttl(ttl),
+        m_options(options), m_hooks(hooks), m_leave(std::move(leave)) {
     if (options.timeout) {
-      m_deadline = boot_now() + *options.timeout;
+      m_deadline = now() + *options.timeout;
     }
   }
 
@@ -84,6 +84,7 @@ private:
     bool safety_net_only; // no other reason to look again then
   };
 
+  BootTime now() const;
   std::optional<WaitOutcome> wait(WaitOutcome& outcome, bool& ask);
   std::optional<WaitOutcome> recover(const redis::TransientError& error,
                                      WaitOutcome& outcome);
@@ -95,16 +96,22 @@ private:
 
   std::function<AcquireAttempt()> m_attempt;
   std::function<std::int64_t()> m_remaining; // the lock's PTTL
-  const LockKeys& m_keys;
+  LockStore& m_store;
+  const std::string& m_name;
   const std::string& m_token;
   Duration m_ttl;
   const WaitOptions& m_options;
   const WaitHooks& m_hooks;
   std::function<void()> m_leave;
   std::optional<BootTime> m_deadline;
-  std::optional<redis::Subscription> m_subscription;
+  std::unique_ptr<Wakeups> m_wakeups;
   std::string m_last_report;
 };
+
+BootTime
+Waiter::now() const {
+  return m_hooks.now ? m_hooks.now() : boot_now();
+}
 
 WaitOutcome
 Waiter::run() {
@@ -140,7 +147,7 @@ Waiter::run() {
 // Returns the outcome when the wait is over.
 std::optional<WaitOutcome>
 Waiter::wait(WaitOutcome& outcome, bool& ask) {
-  if (!m_subscription) {
+  if (!m_wakeups) {
     subscribe();
   }
   if (ask) {
@@ -156,7 +163,7 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
     give_up();
     return outcome;
   }
-  if (const int signal = m_hooks.sleep(m_subscription->fd(), next->delay)) {
+  if (const int signal = m_hooks.sleep(m_wakeups->fd(), next->delay)) {
     give_up();
     outcome.kind = WaitOutcome::Kind::interrupted;
     outcome.signal = signal;
@@ -182,19 +189,17 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
 // or a signal comes (the outcome says so).
 std::optional<WaitOutcome>
 Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
-  if (!m_hooks.reconnect) {
-    throw error;
-  }
   log::warning(std::string(error.what()) + "; still waiting, reconnecting");
   outcome.uncertain = true;
-  m_subscription.reset();
+  m_wakeups.reset();
+  m_store.disconnect();
   redis::TransientError last = error;
   Duration backoff = k_first_retry;
   for (int tries = 1;; ++tries) {
     Duration delay = jittered(backoff);
     backoff = std::min(backoff * 2, k_last_retry);
     if (m_deadline) {
-      const auto left = *m_deadline - boot_now();
+      const auto left = *m_deadline - now();
       if (left <= Duration::zero()) {
         throw last;
       }
@@ -206,7 +211,7 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
       return outcome;
     }
     try {
-      m_hooks.reconnect();
+      m_store.connect();
       subscribe();
       log::info("reconnected to Redis after " + std::to_string(tries)
                 + (tries == 1 ? " try" : " tries"));
@@ -225,18 +230,17 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
 int
 Waiter::take_wakeups() {
   try {
-    return m_subscription->take_messages();
+    return m_wakeups->take();
   } catch (const Error& e) {
     log::info(std::string(e.what()) + "; subscribing again");
-    m_subscription.reset();
+    m_wakeups.reset();
     return 1; // a message may have been lost: look
   }
 }
 
 void
 Waiter::subscribe() {
-  m_subscription.emplace(m_hooks.subscribe(
-      {m_keys.released_channel(), m_keys.wake_channel(m_token)}));
+  m_wakeups = m_store.watch(m_name, m_token);
 }
 
 // How long to sleep before looking again, unless a message comes first, and
@@ -259,7 +263,7 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
               static_cast<std::uint64_t>(k_queue_refresh.count() / 5))));
   }
   if (m_deadline) {
-    const auto left = *m_deadline - boot_now();
+    const auto left = *m_deadline - now();
     if (left <= Duration::zero()) {
       return std::nullopt;
     }
@@ -276,7 +280,7 @@ Waiter::report(const AcquireAttempt& attempt) {
     // The `busy` event went out already; the line only once.
     if (m_last_report != "held back") {
       m_last_report = "held back";
-      log::info("waiting for " + quote(m_keys.name) + ": " + attempt.held_back);
+      log::info("waiting for " + quote(m_name) + ": " + attempt.held_back);
     }
     return;
   }
@@ -289,7 +293,7 @@ Waiter::report(const AcquireAttempt& attempt) {
     return;
   }
   m_last_report = key;
-  std::string text = "waiting for " + quote(m_keys.name) + " held by " + who;
+  std::string text = "waiting for " + quote(m_name) + " held by " + who;
   if (attempt.held_ms > 0) {
     text += ", " + format_duration(from_milliseconds(attempt.held_ms));
   }
@@ -298,7 +302,7 @@ Waiter::report(const AcquireAttempt& attempt) {
   }
   log::info(text);
   events::emit("waiting",
-               m_keys.name,
+               m_name,
                {{"holder", attempt.holder},
                 {"command", attempt.command},
                 {"held_ms", attempt.held_ms},
@@ -322,60 +326,48 @@ Waiter::give_up() {
 } // namespace
 
 WaitOutcome
-wait_for_lock(redis::Connection& connection,
-              const LockKeys& keys,
-              const std::string& token,
-              Duration ttl,
-              const Holder& holder,
+wait_for_lock(LockStore& store,
+              const LockRequest& request,
               const WaitOptions& options,
               const WaitHooks& hooks) {
   // A waiter that will not wait takes no place in the queue: nobody would
   // refresh it, and it would hold the free lock back until it expired.
   const Duration queue_ttl =
       options.fair && !options.nonblock ? k_queue_entry_ttl : Duration::zero();
-  auto attempt = [&] {
-    return attempt_after_grace(
-        connection,
-        keys.name,
-        options.restart_grace,
-        [&] {
-          return try_acquire(connection, keys, token, ttl, holder, queue_ttl);
-        },
-        [&] { release(connection, keys, token); });
-  };
+  auto attempt = [&] { return store.acquire(request, queue_ttl); };
   std::function<void()> leave;
   if (options.fair) {
-    leave = [&] { leave_queue(connection, keys, token); };
+    leave = [&] { store.leave_queue(request.name, request.token); };
   }
-  auto remaining = [&] { return lease_remaining_ms(connection, keys); };
-  return Waiter(attempt, remaining, keys, token, ttl, options, hooks, leave)
+  auto remaining = [&] { return store.lease_remaining_ms(request.name); };
+  return Waiter(attempt,
+                remaining,
+                store,
+                request.name,
+                request.token,
+                request.ttl,
+                options,
+                hooks,
+                leave)
       .run();
 }
 
 WaitOutcome
-wait_until_free(redis::Connection& connection,
-                const LockKeys& keys,
+wait_until_free(LockStore& store,
+                const std::string& name,
                 const WaitOptions& options,
                 const WaitHooks& hooks) {
   // Only the released channel matters; the token names no wake channel.
   static const std::string k_no_token = "-";
-  auto look = [&] {
-    return attempt_after_grace(
-        connection,
-        keys.name,
-        options.restart_grace,
-        [&] { return peek(connection, keys); },
-        nullptr);
-  };
-  return Waiter(
-             look,
-             [&] { return lease_remaining_ms(connection, keys); },
-             keys,
-             k_no_token,
-             std::chrono::seconds(30),
-             options,
-             hooks,
-             nullptr)
+  return Waiter([&] { return store.peek(name); },
+                [&] { return store.lease_remaining_ms(name); },
+                store,
+                name,
+                k_no_token,
+                std::chrono::seconds(30),
+                options,
+                hooks,
+                nullptr)
       .run();
 }
 

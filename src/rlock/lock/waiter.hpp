@@ -1,7 +1,7 @@
 #pragma once
 
-#include <rlock/lock/protocol.hpp>
-#include <rlock/redis/subscription.hpp>
+#include <rlock/lock/lease.hpp>
+#include <rlock/lock/store.hpp>
 
 #include <functional>
 #include <optional>
@@ -21,21 +21,15 @@ struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
   bool fair = false;               // --fair: wait in the FIFO queue
-  // --restart-grace: a server up less than this grants nothing (a waiter
-  // sleeps until it has been up that long); zero turns it off.
-  Duration restart_grace{};
 };
 
 // What the waiter needs from its caller.
 struct WaitHooks {
-  // Opens a subscription to `channels` on a connection of its own.
-  std::function<redis::Subscription(const std::vector<std::string>& channels)>
-      subscribe;
-  // Waits up to the given time for `fd` to turn readable. Returns the number
-  // of a signal that ended the wait, or 0.
+  // Waits up to the given time for `fd` to turn readable (-1: none).
+  // Returns the number of a signal that ended the wait, or 0.
   std::function<int(int fd, Duration timeout)> sleep;
-  // Replaces the waiter's connection by a new one, after it failed.
-  std::function<void()> reconnect;
+  // The clock deadlines are measured on; boot_now() when empty.
+  std::function<BootTime()> now;
 };
 
 struct WaitOutcome {
@@ -49,26 +43,23 @@ struct WaitOutcome {
   bool uncertain = false;
 };
 
-// Acquires the lock, waiting for it unless nonblock. A waiter is woken by the
-// release (pub/sub, published by the release script), by the holder's lease
+// Acquires the lock for `request`, waiting for it unless nonblock. A waiter
+// is woken by the release (the store's wake-ups), by the holder's lease
 // running out (it sleeps until then, never polling), or, as a safety net
-// against a lost message, after a jittered delay of a third of the holder's
-// TTL at most. When Redis fails while it waits (redis::TransientError), it
-// connects again, backing off, until the wait's deadline; an error before the
-// wait, a lasting one or one past the deadline is thrown (Error, unavailable).
-WaitOutcome wait_for_lock(redis::Connection& connection,
-                          const LockKeys& keys,
-                          const std::string& token,
-                          Duration ttl,
-                          const Holder& holder,
+// against a lost wake-up, after a jittered delay of a third of the holder's
+// TTL at most. When the store fails in a way that may pass
+// (redis::may_pass()) while it waits, it connects again, backing off, until
+// the wait's deadline; an error before the wait, a lasting one or one past
+// the deadline is thrown.
+WaitOutcome wait_for_lock(LockStore& store,
+                          const LockRequest& request,
                           const WaitOptions& options,
                           const WaitHooks& hooks);
 
-// Waits, as wait_for_lock() does, until the lock is free, without taking it
-// (rlock wait): `acquired` in the outcome means "seen free". Throws Error
-// (unavailable) when Redis fails.
-WaitOutcome wait_until_free(redis::Connection& connection,
-                            const LockKeys& keys,
+// Waits, as wait_for_lock() does, until lock `name` is free, without taking
+// it (rlock wait): `acquired` in the outcome means "seen free".
+WaitOutcome wait_until_free(LockStore& store,
+                            const std::string& name,
                             const WaitOptions& options,
                             const WaitHooks& hooks);
 

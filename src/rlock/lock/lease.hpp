@@ -1,0 +1,105 @@
+#pragma once
+
+#include <rlock/util/clock.hpp>
+#include <rlock/util/duration.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// What a lock store says, in lock terms: holders, leases and tokens, never
+// a server's replies.
+namespace rlock::lock {
+
+// Who holds a lock, as `status` shows it.
+struct Holder {
+  std::string host;
+  long pid = 0;
+  std::string user;
+  std::string command;
+};
+
+// A request to hold lock `name` with `token` for `ttl`.
+struct LockRequest {
+  std::string name;
+  std::string token;
+  Duration ttl{};
+  Holder holder;
+};
+
+// The answer to one acquire attempt.
+struct AcquireAttempt {
+  bool acquired = false;
+  // When acquired: the fencing token.
+  std::int64_t fence = 0;
+  // When the request was sent: the lease counts from here.
+  BootTime sent{};
+  // When not acquired: look again after this at the latest (-1: no hint).
+  std::int64_t retry_ms = -1;
+  // When not acquired: "user@host:pid", or who is ahead in the queue.
+  std::string holder;
+  // When not acquired: the holder's command line.
+  std::string command;
+  // When not acquired: 1-based place in the --fair queue, 0 outside it.
+  std::int64_t place = 0;
+  // When not acquired: the holder's lease length, 0 if unknown.
+  std::int64_t holder_ttl_ms = 0;
+  // When not acquired: how long the holder has held it.
+  std::int64_t held_ms = 0;
+  // When not acquired because the server started too recently
+  // (--restart-grace): why, for people; retry_ms is when the grace ends.
+  std::string held_back;
+};
+
+// A lock broken by release --force.
+struct BrokenLock {
+  std::string holder; // user@host:pid
+  std::string command;
+  std::string token;
+};
+
+// --once-per's view of the current slot, by the server's clock.
+struct Slot {
+  std::int64_t number = 0;
+  bool done = false; // a run already succeeded in it
+  Duration left{};   // until the next slot begins
+};
+
+// How a renewal sets the lease: `exact` makes it end `ttl` from now (the
+// supervising run's renewals and its --hold); `at_least` only ever lengthens
+// it (`rlock extend`, which may run inside a supervised job).
+enum class RenewMode { exact, at_least };
+
+// The answer to one renewal.
+struct Renewal {
+  bool held = false;
+  // The lease's PTTL found before extending it: -1 without expiry, -2 when
+  // not held.
+  std::int64_t remaining_before_ms = -2;
+};
+
+// What the store says about one lock at one moment.
+struct LockState {
+  std::string name;
+  std::string key;
+  bool held = false;
+  // The fields below are meaningful only when held.
+  std::int64_t ttl_ms = -1; // -1: the lease has no expiry
+  std::string token;
+  std::int64_t fence = 0;
+  std::string host;
+  std::int64_t pid = 0;
+  std::string user;
+  std::string command;
+  std::int64_t acquired_ms = 0; // server time, ms since the epoch
+  std::int64_t renewals = 0;
+  // Waiters alive in the --fair queue (others are not counted).
+  std::int64_t waiters = 0;
+};
+
+struct StatusSnapshot {
+  std::int64_t server_now_ms = 0; // to tell how long each lock has been held
+  std::vector<LockState> locks;
+};
+
+} // namespace rlock::lock

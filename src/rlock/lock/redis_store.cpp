@@ -1,0 +1,257 @@
+#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/redis_store.hpp>
+#include <rlock/lock/restart_grace.hpp>
+#include <rlock/lock/status.hpp>
+#include <rlock/redis/subscription.hpp>
+
+namespace rlock::lock {
+
+namespace {
+
+class RedisWakeups final : public Wakeups {
+public:
+  explicit RedisWakeups(redis::Subscription subscription)
+      : m_subscription(std::move(subscription)) {
+  }
+
+  int
+  fd() const override {
+    return m_subscription.fd();
+  }
+
+  int
+  take() override {
+    return m_subscription.take_messages();
+  }
+
+private:
+  redis::Subscription m_subscription;
+};
+
+} // namespace
+
+std::unique_ptr<LockStore>
+open_store(const Deployment& deployment) {
+  return std::make_unique<RedisStore>(deployment);
+}
+
+RedisStore::RedisStore(Deployment deployment)
+    : m_deployment(std::move(deployment)) {
+}
+
+std::unique_ptr<LockStore>
+RedisStore::another() const {
+  return std::make_unique<RedisStore>(m_deployment);
+}
+
+std::string
+RedisStore::key_of(std::string_view name) const {
+  return keys(name).lock;
+}
+
+LockKeys
+RedisStore::keys(std::string_view name) const {
+  return keys_for(m_deployment.prefix, name);
+}
+
+redis::ConnectOptions
+RedisStore::bounded_options() const {
+  redis::ConnectOptions options = m_deployment.connect;
+  if (m_deadline) {
+    options.connect_timeout =
+        std::min(options.connect_timeout, *m_deadline - boot_now());
+  }
+  return options;
+}
+
+redis::Connection&
+RedisStore::connection() {
+  if (!m_connection) {
+    m_connection.emplace(
+        redis::Connection::open(m_deployment.endpoint, bounded_options()));
+  }
+  const Duration io = m_deployment.connect.io_timeout;
+  m_connection->set_io_timeout(
+      m_deadline ? std::min(io, *m_deadline - boot_now()) : io);
+  return *m_connection;
+}
+
+// A step that failed may have left a reply unread or the connection broken:
+// the next step starts on a new one.
+template <typename Step>
+auto
+RedisStore::on_connection(Step&& step) {
+  try {
+    return step(connection());
+  } catch (...) {
+    m_connection.reset();
+    throw;
+  }
+}
+
+AcquireAttempt
+RedisStore::acquire(const LockRequest& request, Duration queue_ttl) {
+  const auto lock_keys = keys(request.name);
+  return on_connection([&](redis::Connection& c) {
+    return attempt_after_grace(
+        c,
+        request.name,
+        m_deployment.restart_grace,
+        [&] {
+          return try_acquire(c,
+                             lock_keys,
+                             request.token,
+                             request.ttl,
+                             request.holder,
+                             queue_ttl);
+        },
+        [&] { lock::release(c, lock_keys, request.token); });
+  });
+}
+
+AcquireAttempt
+RedisStore::peek(std::string_view name) {
+  const auto lock_keys = keys(name);
+  return on_connection([&](redis::Connection& c) {
+    return attempt_after_grace(
+        c,
+        lock_keys.name,
+        m_deployment.restart_grace,
+        [&] { return lock::peek(c, lock_keys); },
+        nullptr);
+  });
+}
+
+std::int64_t
+RedisStore::lease_remaining_ms(std::string_view name) {
+  return on_connection([&](redis::Connection& c) {
+    return lock::lease_remaining_ms(c, keys(name));
+  });
+}
+
+Renewal
+RedisStore::renew(std::string_view name,
+                  const std::string& token,
+                  Duration ttl,
+                  RenewMode mode) {
+  return on_connection([&](redis::Connection& c) {
+    return lock::renew(c, keys(name), token, ttl, mode);
+  });
+}
+
+bool
+RedisStore::release(std::string_view name, const std::string& token) {
+  return on_connection([&](redis::Connection& c) {
+    return lock::release(c, keys(name), token);
+  });
+}
+
+void
+RedisStore::release_quietly(std::string_view name,
+                            const std::string& token) noexcept {
+  try {
+    lock::release_quietly(
+        m_deployment.endpoint, m_deployment.connect, keys(name), token);
+  } catch (...) {
+    // The lease expires by itself.
+  }
+}
+
+std::optional<Duration>
+RedisStore::check(std::string_view name, const std::string& token) {
+  return on_connection(
+      [&](redis::Connection& c) { return lock::check(c, keys(name), token); });
+}
+
+std::optional<BrokenLock>
+RedisStore::force_release(std::string_view name) {
+  return on_connection(
+      [&](redis::Connection& c) { return lock::force_release(c, keys(name)); });
+}
+
+void
+RedisStore::leave_queue(std::string_view name, const std::string& token) {
+  on_connection([&](redis::Connection& c) {
+    lock::leave_queue(c, keys(name), token);
+    return true;
+  });
+}
+
+Slot
+RedisStore::current_slot(std::string_view name, Duration length) {
+  return on_connection([&](redis::Connection& c) {
+    return lock::current_slot(c, keys(name), length);
+  });
+}
+
+void
+RedisStore::mark_slot_done(std::string_view name,
+                           std::int64_t number,
+                           Duration keep) {
+  on_connection([&](redis::Connection& c) {
+    lock::mark_slot_done(c, keys(name), number, keep);
+    return true;
+  });
+}
+
+StatusSnapshot
+RedisStore::read_locks(const std::vector<std::string>& names) {
+  return on_connection([&](redis::Connection& c) {
+    return lock::read_locks(c, m_deployment.prefix, names);
+  });
+}
+
+StatusSnapshot
+RedisStore::list_locks(std::string_view match) {
+  return on_connection([&](redis::Connection& c) {
+    return lock::list_locks(c, m_deployment.prefix, match);
+  });
+}
+
+std::unique_ptr<Wakeups>
+RedisStore::watch(std::string_view name, const std::string& token) {
+  const auto lock_keys = keys(name);
+  return std::make_unique<RedisWakeups>(redis::Subscription::open(
+      m_deployment.endpoint,
+      m_deployment.connect,
+      {lock_keys.released_channel(), lock_keys.wake_channel(token)}));
+}
+
+void
+RedisStore::connect() {
+  on_connection([](redis::Connection&) { return true; });
+}
+
+void
+RedisStore::disconnect() {
+  m_connection.reset();
+}
+
+void
+RedisStore::set_deadline(std::optional<BootTime> deadline) {
+  m_deadline = deadline;
+}
+
+int
+RedisStore::idle_fd() const {
+  return m_connection ? m_connection->fd() : -1;
+}
+
+// A TLS record without data (a session ticket after the handshake) is
+// neither closed nor unasked: reading it quiets the socket.
+bool
+RedisStore::idle_connection_broken() {
+  if (!m_connection) {
+    return false;
+  }
+  try {
+    if (!m_connection->take_arrived_reply(true)) {
+      return false;
+    }
+  } catch (...) {
+  }
+  m_connection.reset();
+  return true;
+}
+
+} // namespace rlock::lock

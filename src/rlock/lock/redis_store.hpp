@@ -1,0 +1,64 @@
+#pragma once
+
+#include <rlock/lock/deployment.hpp>
+#include <rlock/lock/keys.hpp>
+#include <rlock/lock/store.hpp>
+#include <rlock/redis/connection.hpp>
+
+#include <optional>
+
+namespace rlock::lock {
+
+// The store on one Redis server: each step one script (lock/protocol.cpp)
+// on one connection, opened at the first step and again after a failure.
+class RedisStore final : public LockStore {
+public:
+  explicit RedisStore(Deployment deployment);
+
+  std::unique_ptr<LockStore> another() const override;
+  std::string key_of(std::string_view name) const override;
+  AcquireAttempt acquire(const LockRequest& request,
+                         Duration queue_ttl) override;
+  AcquireAttempt peek(std::string_view name) override;
+  std::int64_t lease_remaining_ms(std::string_view name) override;
+  Renewal renew(std::string_view name,
+                const std::string& token,
+                Duration ttl,
+                RenewMode mode) override;
+  bool release(std::string_view name, const std::string& token) override;
+  void release_quietly(std::string_view name,
+                       const std::string& token) noexcept override;
+  std::optional<Duration> check(std::string_view name,
+                                const std::string& token) override;
+  std::optional<BrokenLock> force_release(std::string_view name) override;
+  void leave_queue(std::string_view name, const std::string& token) override;
+  Slot current_slot(std::string_view name, Duration length) override;
+  void mark_slot_done(std::string_view name,
+                      std::int64_t number,
+                      Duration keep) override;
+  StatusSnapshot read_locks(const std::vector<std::string>& names) override;
+  StatusSnapshot list_locks(std::string_view match) override;
+  std::unique_ptr<Wakeups> watch(std::string_view name,
+                                 const std::string& token) override;
+  void connect() override;
+  void disconnect() override;
+  void set_deadline(std::optional<BootTime> deadline) override;
+  int idle_fd() const override;
+  bool idle_connection_broken() override;
+
+private:
+  // Returns the connection for the next step, connected and bounded by the
+  // deadline. A failure drops it, so that the next step connects again.
+  redis::Connection& connection();
+  LockKeys keys(std::string_view name) const;
+  redis::ConnectOptions bounded_options() const;
+
+  template <typename Step>
+  auto on_connection(Step&& step);
+
+  Deployment m_deployment;
+  std::optional<redis::Connection> m_connection;
+  std::optional<BootTime> m_deadline;
+};
+
+} // namespace rlock::lock
