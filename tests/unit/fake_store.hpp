@@ -1,0 +1,229 @@
+// A lock store without a server, and a clock that only moves when the code
+// under test sleeps: the waiter's and renewer's decisions, seen directly.
+#pragma once
+
+#include <rlock/lock/store.hpp>
+#include <rlock/redis/errors.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rlock::testing {
+
+// Wake-ups the test hands out by hand.
+class FakeWakeups final : public lock::Wakeups {
+public:
+  FakeWakeups(int& pending, int& breaks)
+      : m_pending(pending), m_breaks(breaks) {
+  }
+
+  int
+  fd() const override {
+    return 1000; // never polled: the fake clock's sleep ignores it
+  }
+
+  int
+  take() override {
+    if (m_breaks > 0) {
+      --m_breaks;
+      throw redis::TransientError("subscription closed");
+    }
+    return std::exchange(m_pending, 0);
+  }
+
+private:
+  int& m_pending;
+  int& m_breaks;
+};
+
+// Answers each acquire with the next scripted answer (the last one again
+// once they run out); an answer may throw, as a failing server does.
+class FakeStore final : public lock::LockStore {
+public:
+  using Answer = std::function<lock::AcquireAttempt()>;
+
+  std::deque<Answer> acquire_answers;
+  std::function<std::int64_t()> remaining = [] { return std::int64_t{-2}; };
+  int pending_wakeups = 0;
+  // How many times take() of a watch fails, as a broken subscription does.
+  int wakeup_breaks = 0;
+
+  // What the code under test did, in order: "acquire", "pttl", "watch",
+  // "leave", "connect", "disconnect", "release".
+  std::vector<std::string> calls;
+
+  std::unique_ptr<lock::LockStore>
+  another() const override {
+    throw std::logic_error("not faked");
+  }
+
+  std::string
+  key_of(std::string_view name) const override {
+    return "fake:" + std::string(name);
+  }
+
+  lock::AcquireAttempt
+  acquire(const lock::LockRequest&, Duration queue_ttl) override {
+    calls.push_back("acquire");
+    last_queue_ttl = queue_ttl;
+    return next_answer();
+  }
+
+  lock::AcquireAttempt
+  peek(std::string_view) override {
+    calls.push_back("peek");
+    return next_answer();
+  }
+
+  std::int64_t
+  lease_remaining_ms(std::string_view) override {
+    calls.push_back("pttl");
+    return remaining();
+  }
+
+  lock::Renewal
+  renew(std::string_view,
+        const std::string&,
+        Duration,
+        lock::RenewMode) override {
+    calls.push_back("renew");
+    return renew_answer();
+  }
+
+  std::function<lock::Renewal()> renew_answer = [] {
+    return lock::Renewal{true, 1000};
+  };
+
+  bool
+  release(std::string_view, const std::string&) override {
+    calls.push_back("release");
+    return true;
+  }
+
+  void
+  release_quietly(std::string_view, const std::string&) noexcept override {
+    calls.push_back("release");
+  }
+
+  std::optional<Duration>
+  check(std::string_view, const std::string&) override {
+    return std::nullopt;
+  }
+
+  std::optional<lock::BrokenLock>
+  force_release(std::string_view) override {
+    return std::nullopt;
+  }
+
+  void
+  leave_queue(std::string_view, const std::string&) override {
+    calls.push_back("leave");
+  }
+
+  lock::Slot
+  current_slot(std::string_view, Duration) override {
+    return {};
+  }
+
+  void
+  mark_slot_done(std::string_view, std::int64_t, Duration) override {
+  }
+
+  lock::StatusSnapshot
+  read_locks(const std::vector<std::string>&) override {
+    return {};
+  }
+
+  lock::StatusSnapshot
+  list_locks(std::string_view) override {
+    return {};
+  }
+
+  std::unique_ptr<lock::Wakeups>
+  watch(std::string_view, const std::string&) override {
+    calls.push_back("watch");
+    if (watch_fails > 0) {
+      --watch_fails;
+      throw_failure();
+    }
+    return std::make_unique<FakeWakeups>(pending_wakeups, wakeup_breaks);
+  }
+
+  void
+  connect() override {
+    calls.push_back("connect");
+    if (connect_fails > 0) {
+      --connect_fails;
+      throw_failure();
+    }
+  }
+
+  void
+  disconnect() override {
+    calls.push_back("disconnect");
+  }
+
+  void
+  set_deadline(std::optional<BootTime>) override {
+  }
+
+  int
+  idle_fd() const override {
+    return -1;
+  }
+
+  bool
+  idle_connection_broken() override {
+    return false;
+  }
+
+  int watch_fails = 0;
+  int connect_fails = 0;
+  Duration last_queue_ttl{};
+  std::function<void()> throw_failure;
+
+  lock::AcquireAttempt
+  next_answer() {
+    const Answer answer = acquire_answers.front();
+    if (acquire_answers.size() > 1) {
+      acquire_answers.pop_front();
+    }
+    return answer();
+  }
+
+  int
+  count(const std::string& call) const {
+    return static_cast<int>(std::count(calls.begin(), calls.end(), call));
+  }
+};
+
+// A clock that starts at an hour after boot and moves only in sleep().
+struct FakeClock {
+  BootTime now = BootTime(std::chrono::hours(1));
+  // Wake-ups pending at the store: a sleep on them ends at once.
+  const int* wakeups = nullptr;
+  std::vector<Duration> sleeps;
+  // Called at the start of each sleep, with its index: may deliver wake-ups
+  // or return a signal number that ends the sleep at once.
+  std::function<int(std::size_t)> during_sleep = [](std::size_t) { return 0; };
+
+  int
+  sleep(Duration duration) {
+    const auto index = sleeps.size();
+    sleeps.push_back(duration);
+    if (const int signal = during_sleep(index)) {
+      return signal;
+    }
+    if (wakeups != nullptr && *wakeups > 0) {
+      return 0;
+    }
+    now += duration;
+    return 0;
+  }
+};
+
+} // namespace rlock::testing

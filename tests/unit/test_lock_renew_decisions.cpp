@@ -1,0 +1,107 @@
+// The renewer's decisions on a fake store: what counts as a renewal, what is
+// a loss, and when it tries again. The clock is real, the leases short.
+#include <rlock/lock/renewer.hpp>
+#include <rlock/redis/errors.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+
+#include "fake_store.hpp"
+#include <atomic>
+#include <thread>
+
+using namespace std::chrono_literals;
+using namespace rlock;
+using rlock::testing::FakeStore;
+
+namespace {
+
+// The renewer owns its store; the test keeps a view of it, read only once
+// the renewer has stopped.
+struct Renewing {
+  FakeStore* store;
+  std::unique_ptr<lock::Renewer> renewer;
+
+  explicit Renewing(std::function<void(FakeStore&)> setup,
+                    Duration ttl = 300ms) {
+    auto owned = std::make_unique<FakeStore>();
+    store = owned.get();
+    setup(*store);
+    const auto timing = lock::make_timing(ttl, std::nullopt).value();
+    renewer = std::make_unique<lock::Renewer>(
+        std::move(owned), "job", "token-1", timing, boot_now());
+  }
+
+  // Waits for a loss for up to `limit`; returns it.
+  std::optional<std::string>
+  loss_within(Duration limit) {
+    const auto give_up = boot_now() + limit;
+    while (!renewer->check_loss() && boot_now() < give_up) {
+      pollfd wake{renewer->wakeup_fd(), POLLIN, 0};
+      ::poll(&wake, 1, 20);
+      renewer->drain_wakeups();
+    }
+    renewer->stop();
+    return renewer->loss();
+  }
+};
+
+} // namespace
+
+TEST_CASE("renewals every third of the TTL keep the lease") {
+  Renewing r([](FakeStore&) {});
+  const auto start = boot_now();
+  CHECK_FALSE(r.loss_within(1s));
+  CHECK(r.renewer->kill_deadline() > start + 1s);
+  // Four TTLs long: at least 3 renewals (every ttl/3), no storm.
+  CHECK(r.store->count("renew") >= 3);
+  CHECK(r.store->count("renew") <= 12);
+}
+
+TEST_CASE("a lease the store no longer has is lost at once") {
+  Renewing r([](FakeStore& s) {
+    s.renew_answer = [] { return lock::Renewal{false, -2}; };
+  });
+  const auto loss = r.loss_within(2s);
+  REQUIRE(loss);
+  CHECK_THAT(*loss, Catch::Contains("deleted or taken over"));
+  CHECK(r.store->count("renew") == 1);
+}
+
+TEST_CASE("a failed renewal is retried, and a later success counts") {
+  Renewing r([](FakeStore& s) {
+    auto failures = std::make_shared<int>(2);
+    s.renew_answer = [failures] {
+      if ((*failures)-- > 0) {
+        throw redis::TransientError("connection to fake closed by the server");
+      }
+      return lock::Renewal{true, 200};
+    };
+  });
+  CHECK_FALSE(r.loss_within(800ms));
+  CHECK(r.store->count("renew") >= 4);
+}
+
+TEST_CASE("renewals that fail until the deadline lose the lease, saying why") {
+  Renewing r([](FakeStore& s) {
+    s.renew_answer = []() -> lock::Renewal {
+      throw redis::TransientError("cannot connect to fake: refused");
+    };
+  });
+  const auto loss = r.loss_within(2s);
+  REQUIRE(loss);
+  CHECK_THAT(*loss, Catch::Contains("could not renew it in time"));
+  CHECK_THAT(*loss, Catch::Contains("refused"));
+  // Retried more than once before giving up.
+  CHECK(r.store->count("renew") >= 2);
+}
+
+TEST_CASE("a lease found shorter than counted on is lost") {
+  Renewing r([](FakeStore& s) {
+    s.renew_answer = [] { return lock::Renewal{true, 5}; };
+  });
+  const auto loss = r.loss_within(2s);
+  REQUIRE(loss);
+  CHECK_THAT(*loss, Catch::Contains("clock stepped forward"));
+}

@@ -1,0 +1,261 @@
+// The waiter's decisions on a fake store and a fake clock: when it asks,
+// how long it sleeps, when it reconnects and when it gives up.
+#include <rlock/lock/waiter.hpp>
+#include <rlock/redis/errors.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "fake_store.hpp"
+#include <csignal>
+
+using namespace std::chrono_literals;
+using namespace rlock;
+using rlock::testing::FakeClock;
+using rlock::testing::FakeStore;
+
+namespace {
+
+const lock::LockRequest k_request{"job", "token-1", 30s, {}};
+
+lock::AcquireAttempt
+busy(std::int64_t retry_ms, std::int64_t holder_ttl_ms = 30'000) {
+  lock::AcquireAttempt attempt;
+  attempt.retry_ms = retry_ms;
+  attempt.holder = "alice@host:1";
+  attempt.holder_ttl_ms = holder_ttl_ms;
+  return attempt;
+}
+
+lock::AcquireAttempt
+won() {
+  lock::AcquireAttempt attempt;
+  attempt.acquired = true;
+  attempt.fence = 7;
+  return attempt;
+}
+
+FakeStore::Answer
+answer(lock::AcquireAttempt attempt) {
+  return [attempt] { return attempt; };
+}
+
+FakeStore::Answer
+failure() {
+  return []() -> lock::AcquireAttempt {
+    throw redis::TransientError("connection to fake closed by the server");
+  };
+}
+
+struct Fixture {
+  FakeStore store;
+  FakeClock clock;
+  lock::WaitHooks hooks{[this](int, Duration d) { return clock.sleep(d); },
+                        [this] { return clock.now; }};
+
+  Fixture() {
+    clock.wakeups = &store.pending_wakeups;
+    store.throw_failure = [] {
+      throw redis::TransientError("cannot connect to fake: refused");
+    };
+  }
+
+  lock::WaitOutcome
+  wait(const lock::WaitOptions& options) {
+    return lock::wait_for_lock(store, k_request, options, hooks);
+  }
+};
+
+std::vector<std::string>
+without(std::vector<std::string> calls, const std::string& dropped) {
+  std::erase(calls, dropped);
+  return calls;
+}
+
+} // namespace
+
+TEST_CASE("-n asks once, watches nothing and takes no place in the queue") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(20'000))};
+  const auto outcome =
+      f.wait({.nonblock = true, .timeout = std::nullopt, .fair = true});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
+  CHECK(outcome.attempt.holder == "alice@host:1");
+  CHECK(f.store.calls == std::vector<std::string>{"acquire"});
+  CHECK(f.store.last_queue_ttl == Duration::zero());
+  CHECK(f.clock.sleeps.empty());
+}
+
+TEST_CASE("a waiter watches, asks again, then sleeps until the lease ends") {
+  Fixture f;
+  f.store.acquire_answers = {
+      answer(busy(300)), answer(busy(300)), answer(won())};
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  CHECK(outcome.attempt.fence == 7);
+  CHECK_FALSE(outcome.uncertain);
+  CHECK(f.store.calls
+        == std::vector<std::string>{"acquire", "watch", "acquire", "acquire"});
+  // The lease's end plus a little slack, not a poll.
+  REQUIRE(f.clock.sleeps.size() == 1);
+  CHECK(f.clock.sleeps[0] == 305ms);
+}
+
+TEST_CASE("the safety net alone looks at the lease, not the lock") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(-1)), answer(busy(-1)), answer(won())};
+  // Less than the holder's 30s: still the same holder.
+  f.store.remaining = [] { return std::int64_t{25'000}; };
+  f.clock.during_sleep = [&](std::size_t index) {
+    if (index == 2) {
+      ++f.store.pending_wakeups; // the release comes
+    }
+    return 0;
+  };
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  CHECK(f.store.calls
+        == std::vector<std::string>{
+            "acquire", "watch", "acquire", "pttl", "pttl", "acquire"});
+  // A third of the holder's 30s TTL at most, jittered in [5s, 10s].
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(f.clock.sleeps[i] >= 5s);
+    CHECK(f.clock.sleeps[i] <= 10s);
+  }
+}
+
+TEST_CASE("more lease left than the known holder could have: a full look") {
+  Fixture f;
+  f.store.acquire_answers = {
+      answer(busy(-1, 3'000)), answer(busy(-1, 3'000)), answer(won())};
+  f.store.remaining = [] { return std::int64_t{20'000}; };
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  CHECK(f.store.calls
+        == std::vector<std::string>{
+            "acquire", "watch", "acquire", "pttl", "acquire"});
+  CHECK(f.clock.sleeps[0] >= 500ms);
+  CHECK(f.clock.sleeps[0] <= 1s);
+}
+
+TEST_CASE("--fair queues, refreshes its place in [4s, 5s] and leaves at -w") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(-1))};
+  const auto outcome = f.wait({.timeout = 12s, .fair = true});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
+  CHECK(f.store.last_queue_ttl == lock::k_queue_entry_ttl);
+  REQUIRE(f.clock.sleeps.size() >= 3);
+  Duration slept{};
+  for (std::size_t i = 0; i + 1 < f.clock.sleeps.size(); ++i) {
+    CHECK(f.clock.sleeps[i] >= 4s);
+    CHECK(f.clock.sleeps[i] <= 5s);
+    slept += f.clock.sleeps[i];
+  }
+  slept += f.clock.sleeps.back();
+  CHECK(slept == 12s);
+  // Each refresh is a full attempt: the place is renewed by acquiring. One
+  // before the watch, one after it and one after each sleep.
+  CHECK(f.store.count("acquire")
+        == static_cast<int>(f.clock.sleeps.size()) + 2);
+  CHECK(f.store.calls.back() == "leave");
+  CHECK(f.store.count("leave") == 1);
+}
+
+TEST_CASE("-w bounds every sleep and the wait ends at its deadline") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(30'000, 60'000))};
+  const auto outcome = f.wait({.timeout = 1s});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
+  REQUIRE(f.clock.sleeps.size() == 1);
+  CHECK(f.clock.sleeps[0] == 1s);
+  CHECK(f.store.count("leave") == 0);
+}
+
+TEST_CASE("a failure while waiting: reconnect after a jittered backoff") {
+  Fixture f;
+  f.store.acquire_answers = {
+      answer(busy(100)), answer(busy(100)), failure(), answer(won())};
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  // The failed attempt may have taken the lock unseen.
+  CHECK(outcome.uncertain);
+  CHECK(without(f.store.calls, "pttl")
+        == std::vector<std::string>{"acquire",
+                                    "watch",
+                                    "acquire",
+                                    "acquire",
+                                    "disconnect",
+                                    "connect",
+                                    "watch",
+                                    "acquire"});
+  REQUIRE(f.clock.sleeps.size() == 2);
+  CHECK(f.clock.sleeps[1] >= 50ms);
+  CHECK(f.clock.sleeps[1] <= 100ms);
+}
+
+TEST_CASE("while the server stays away the backoff doubles up to 2s") {
+  Fixture f;
+  f.store.acquire_answers = {
+      answer(busy(100)), answer(busy(100)), failure(), answer(won())};
+  f.store.connect_fails = 7;
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  CHECK(f.store.count("connect") == 8);
+  const std::vector<Duration> spans{
+      100ms, 200ms, 400ms, 800ms, 1600ms, 2s, 2s, 2s};
+  REQUIRE(f.clock.sleeps.size() == spans.size() + 1);
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    CHECK(f.clock.sleeps[i + 1] >= spans[i] / 2);
+    CHECK(f.clock.sleeps[i + 1] <= spans[i]);
+  }
+}
+
+TEST_CASE("a failure that outlasts -w is thrown") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(100)), answer(busy(100)), failure()};
+  f.store.connect_fails = 1'000;
+  const auto start = f.clock.now;
+  CHECK_THROWS_AS(f.wait({.timeout = 3s}), redis::TransientError);
+  CHECK(f.clock.now - start == 3s);
+}
+
+TEST_CASE("a failure of the first attempt is thrown, not waited out") {
+  Fixture f;
+  f.store.acquire_answers = {failure()};
+  CHECK_THROWS_AS(f.wait({.timeout = 10s}), redis::TransientError);
+  CHECK(f.clock.sleeps.empty());
+}
+
+TEST_CASE("a signal during the wait ends it and leaves the queue") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(-1))};
+  f.clock.during_sleep = [](std::size_t) { return SIGTERM; };
+  const auto outcome = f.wait({.timeout = std::nullopt, .fair = true});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::interrupted);
+  CHECK(outcome.signal == SIGTERM);
+  CHECK(f.store.calls.back() == "leave");
+}
+
+TEST_CASE("a broken watch counts as a wake-up and is made again") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(-1)), answer(busy(-1)), answer(won())};
+  f.store.remaining = [] { return std::int64_t{-1}; };
+  f.store.wakeup_breaks = 1;
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  // A wake-up may have been lost: a full look, on a new watch.
+  CHECK(f.store.calls
+        == std::vector<std::string>{
+            "acquire", "watch", "acquire", "watch", "acquire"});
+}
+
+TEST_CASE("rlock wait only looks: it never takes the lock") {
+  Fixture f;
+  lock::AcquireAttempt free_now;
+  free_now.acquired = true;
+  f.store.acquire_answers = {answer(busy(200)), answer(free_now)};
+  const auto outcome =
+      lock::wait_until_free(f.store, "job", {.timeout = 5s}, f.hooks);
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  CHECK(f.store.count("acquire") == 0);
+  CHECK(f.store.count("peek") >= 1);
+}
