@@ -79,19 +79,20 @@ fuzz:
 	cmake --build $(FUZZ_DIR) -j$(JOBS) --target rlock_fuzzers
 	tests/fuzz/run $(FUZZ_DIR) $(FUZZ_SECONDS) $(JOBS)
 
-# The tests that start the renewal thread. Reports go to files and leave exit
-# codes alone, so the tests run as usual and any report fails the run after
-# them. TSan's fixed memory layout breaks with more than 28 bits of mmap
+# The tests that start the renewal thread (the unit tests run it on a fake
+# store). Reports go to files and leave exit codes alone, so the tests run as
+# usual and any report fails the run after them. TSan's fixed memory layout breaks with more than 28 bits of mmap
 # randomness (newer kernels): then the tests run without address
 # randomization, which their children inherit.
-TSAN_TESTS = ^(redis|cli/(child|faults|lockloss|netfaults|signals))$$
+TSAN_TESTS = ^(unit|redis|cli/(child|faults|lockloss|netfaults|signals|supervision))$$
 TSAN_WRAP = $(shell test "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null \
   || echo 28)" -gt 28 && echo setarch $$(uname -m) -R)
 
 tsan:
 	@packaging/install-deps $(TEST_PACKAGES)
 	cmake -S . -B $(TSAN_DIR) -DRLOCK_SANITIZERS=thread
-	cmake --build $(TSAN_DIR) -j$(JOBS) --target rlock rlock_redis_tests
+	cmake --build $(TSAN_DIR) -j$(JOBS) --target rlock rlock_redis_tests \
+	  rlock_unit_tests
 	rm -rf $(TSAN_DIR)/tsan && mkdir $(TSAN_DIR)/tsan
 	cd $(TSAN_DIR) && TSAN_OPTIONS="log_path=$$PWD/tsan/report exitcode=0" \
 	  $(TSAN_WRAP) $(CTEST) -R '$(TSAN_TESTS)'; status=$$?; \

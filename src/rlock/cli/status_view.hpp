@@ -1,6 +1,6 @@
 #pragma once
 
-#include <rlock/lock/status.hpp>
+#include <rlock/lock/lease.hpp>
 
 #include <string>
 
