@@ -54,6 +54,22 @@ TEST_CASE("ReplyReader refuses an array count before hiredis allocates it") {
              Catch::StartsWith("a map of 600000 pairs"));
 }
 
+TEST_CASE("ReplyReader refuses arrays nested deeper than hiredis 0.14 reads") {
+  std::string nested; // all but the innermost array
+  for (std::size_t i = 1; i < ReplyLimits::k_max_depth; ++i) {
+    nested += "*1\r\n";
+  }
+  CHECK(types_of(nested + "*1\r\n:1\r\n", 3)
+        == std::vector{Reply::Type::array});
+  CHECK(types_of(nested + "*0\r\n" + nested + "*-1\r\n", 5)
+        == std::vector{Reply::Type::array, Reply::Type::array});
+  // Before hiredis reads it (hiredis 0.14 would refuse it too, 1.x not).
+  CHECK(refusal_of(nested + "*1\r\n*1\r\n:1\r\n")
+        == "arrays nested more than 8 deep");
+  CHECK(refusal_of(nested + "*1\r\n*0\r\n")
+        == "arrays nested more than 8 deep");
+}
+
 TEST_CASE("ReplyReader refuses long strings and lines") {
   CHECK(refusal_of("$2000000000\r\nabc")
         == "a string of 2000000000 bytes (at most 67108864)");

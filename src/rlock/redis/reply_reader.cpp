@@ -36,8 +36,8 @@ type_of(int hiredis_type) {
   }
 }
 
-// Copies hiredis's reply. ReplyLimits bounds its size, and hiredis bounds
-// its nesting (7 levels), hence the recursion.
+// Copies hiredis's reply. ReplyLimits bounds its size and its nesting,
+// hence the recursion.
 Reply
 copy_of(const redisReply& parsed) {
   Reply reply;
