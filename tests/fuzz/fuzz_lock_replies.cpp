@@ -1,100 +1,86 @@
-// The lock protocol's reply decoding (lock/protocol.cpp, lock/status.cpp,
-// the status views and redis/subscription.cpp) against a fake server that
-// answers every command with the fuzzer's bytes. The decoders take a
-// Connection, so a unix socket in this process plays the server: a thread
-// accepts, sends the bytes, ends its side and discards what rlock sends. The
-// first byte picks the decoder. Error is the expected way to fail; anything
-// else is a finding.
+// The lock protocol's reply decoders (lock/replies.hpp, the status views and
+// redis/subscription.hpp's) on the replies ReplyReader parses from the
+// fuzzer's bytes, in memory: the bytes are what a server answered, in order,
+// to the commands of one protocol step. The first byte picks the step. Error
+// is the expected way to fail; anything else is a finding.
 #include <rlock/cli/status_view.hpp>
 #include <rlock/lock/keys.hpp>
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/status.hpp>
-#include <rlock/redis/connection.hpp>
+#include <rlock/lock/replies.hpp>
+#include <rlock/redis/reply_reader.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/util/error.hpp>
-
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
+#include <rlock/util/exit_codes.hpp>
 
 #include "fuzz.hpp"
-#include <csignal>
+#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
-#include <optional>
-#include <thread>
 #include <vector>
 
 using namespace rlock;
-using namespace std::chrono_literals;
 
 namespace {
 
-// A listening unix socket in a private temporary directory.
-class FakeServer {
+// The replies of one step, handed out in order. Running out is what a
+// closed connection would be: an Error.
+class ReplyQueue {
 public:
-  FakeServer() {
-    char dir[] = "/tmp/rlock-fuzz-XXXXXX";
-    if (mkdtemp(dir) == nullptr) {
-      fuzz::finding("mkdtemp failed");
-    }
-    m_dir = dir;
-    m_endpoint.socket_path = m_dir + "/redis.sock";
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    m_endpoint.socket_path.copy(address.sun_path, sizeof address.sun_path - 1);
-    m_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (m_listener < 0
-        || bind(m_listener,
-                reinterpret_cast<const sockaddr*>(&address),
-                sizeof address)
-               != 0
-        || listen(m_listener, 4) != 0) {
-      fuzz::finding("cannot listen on", m_endpoint.socket_path);
-    }
+  explicit ReplyQueue(std::vector<redis::Reply> replies)
+      : m_replies(std::move(replies)) {
   }
 
-  ~FakeServer() {
-    close(m_listener);
-    unlink(m_endpoint.socket_path.c_str());
-    rmdir(m_dir.c_str());
+  const redis::Reply&
+  next() {
+    if (m_next == m_replies.size()) {
+      throw Error(exit_code::k_unavailable, "fuzz: no more replies");
+    }
+    return m_replies[m_next++];
   }
 
-  FakeServer(const FakeServer&) = delete;
-  FakeServer& operator=(const FakeServer&) = delete;
-
-  const redis::Endpoint&
-  endpoint() const {
-    return m_endpoint;
-  }
-
-  // Serves one connection: sends `bytes`, then reads until the client closes.
-  void
-  serve(std::string_view bytes) const {
-    const int peer = accept(m_listener, nullptr, nullptr);
-    if (peer < 0) {
-      fuzz::finding("accept failed");
+  // The reply to a script, as redis::run_script() takes it: after NOSCRIPT,
+  // the reply to the EVAL it sends then.
+  const redis::Reply&
+  next_script_reply() {
+    const auto& reply = next();
+    if (reply.is_error() && reply.text.starts_with("NOSCRIPT")) {
+      return next();
     }
-    while (!bytes.empty()) {
-      const auto sent = send(peer, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (sent <= 0) {
-        break;
-      }
-      bytes.remove_prefix(static_cast<std::size_t>(sent));
-    }
-    shutdown(peer, SHUT_WR);
-    char discard[4096];
-    while (read(peer, discard, sizeof discard) > 0) {
-    }
-    close(peer);
+    return reply;
   }
 
 private:
-  std::string m_dir;
-  redis::Endpoint m_endpoint;
-  int m_listener = -1;
+  std::vector<redis::Reply> m_replies;
+  std::size_t m_next = 0;
 };
+
+const auto k_keys = lock::keys_for("rlock:", "fuzz");
+const std::string k_what = "cannot do it to lock 'fuzz'";
+
+// Calls `step`, which may throw only Error, with a one-line message that
+// starts with `what` when one is given.
+template <typename Step>
+void
+expect_error_only(Step&& step, const std::string& what = {}) {
+  try {
+    step();
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (!fuzz::is_one_line(message)) {
+      fuzz::finding("an error message is not one line", message);
+    }
+    if (!what.empty() && !message.starts_with(what + ": ")
+        && !message.starts_with("fuzz: ")) {
+      fuzz::finding("an error message does not say what failed", message);
+    }
+  }
+}
+
+void
+check_attempt(const lock::AcquireAttempt& attempt) {
+  if (attempt.acquired && (attempt.retry_ms != -1 || !attempt.holder.empty())) {
+    fuzz::finding("an acquired attempt has a holder or a retry hint");
+  }
+}
 
 void
 show(const lock::StatusSnapshot& snapshot) {
@@ -102,53 +88,135 @@ show(const lock::StatusSnapshot& snapshot) {
   (void)cli::format_status_json(snapshot);
 }
 
-using Decoder = std::function<void(redis::Connection&)>;
-
-// Each calls one function that sends commands and decodes their replies.
-std::vector<Decoder>
-decoders() {
-  const auto keys = lock::keys_for("rlock:", "fuzz");
-  const lock::Holder holder{"host", 42, "user", "cmd"};
-  return {
-      [=](auto& c) { (void)lock::try_acquire(c, keys, "t", 30s, holder); },
-      [=](auto& c) { (void)lock::try_acquire(c, keys, "t", 30s, holder, 10s); },
-      [=](auto& c) { (void)lock::renew(c, keys, "t", 30s); },
-      [=](auto& c) { (void)lock::release(c, keys, "t"); },
-      [=](auto& c) { lock::leave_queue(c, keys, "t"); },
-      [=](auto& c) { (void)lock::lease_remaining_ms(c, keys); },
-      [=](auto& c) { (void)lock::check(c, keys, "t"); },
-      [=](auto& c) { (void)lock::force_release(c, keys); },
-      [=](auto& c) { (void)lock::peek(c, keys); },
-      [=](auto& c) { (void)lock::current_slot(c, keys, 1h); },
-      [=](auto& c) { lock::mark_slot_done(c, keys, 7, 1h); },
-      [](auto& c) {
-        show(lock::read_locks(c, "rlock:", {"a", "b"}));
-      },
-      [](auto& c) { show(lock::list_locks(c, "rlock:", "*")); },
-  };
-}
-
-// Subscribes, which reads the confirmations, then takes what else arrived.
-void
-subscribe(const redis::Endpoint& endpoint,
-          const redis::ConnectOptions& options) {
-  auto subscription = redis::Subscription::open(endpoint, options, {"a", "b"});
-  for (int i = 0; i < 3; ++i) {
-    (void)subscription.take_messages();
-  }
-}
-
-// Expects `step` to fail with nothing but an Error with a one-line message.
-template <typename Step>
-void
-expect_error_only(Step&& step) {
-  try {
-    step();
-  } catch (const Error& e) {
-    if (!fuzz::is_one_line(e.what())) {
-      fuzz::finding("an error message is not one line", e.what());
+// As lock/status.cpp reads `names`: TIME, then per lock HGETALL, PTTL and
+// ZCOUNT; in a listing, a key that is not a lock is skipped.
+lock::StatusSnapshot
+read_states(ReplyQueue& replies,
+            const std::vector<std::string>& names,
+            bool listing) {
+  lock::StatusSnapshot snapshot;
+  snapshot.server_now_ms = lock::decode_server_time(replies.next());
+  for (const auto& name : names) {
+    lock::LockState state;
+    state.name = name;
+    state.key = lock::keys_for("rlock:", name).lock;
+    const auto& hash = replies.next();
+    const auto& pttl = replies.next();
+    const auto& waiters = replies.next();
+    if (!(listing && hash.is_error())) {
+      lock::decode_lock_state(state, hash, pttl);
     }
+    state.waiters = lock::decode_waiters(waiters, state.key);
+    snapshot.locks.push_back(std::move(state));
   }
+  return snapshot;
+}
+
+// As lock/status.cpp lists locks: SCAN pages until the cursor is "0".
+void
+list_locks(ReplyQueue& replies) {
+  std::vector<std::string> names;
+  std::string cursor;
+  do {
+    auto page = lock::decode_scan(replies.next(), "rlock:");
+    cursor = std::move(page.cursor);
+    names.insert(names.end(), page.names.begin(), page.names.end());
+  } while (cursor != "0");
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  auto snapshot = read_states(replies, names, true);
+  std::erase_if(snapshot.locks,
+                [](const lock::LockState& state) { return !state.held; });
+  show(snapshot);
+}
+
+// As redis::Subscription reads: a confirmation per channel, then messages.
+void
+subscribe(ReplyQueue& replies) {
+  redis::check_subscribed(replies.next(), "fuzz");
+  redis::check_subscribed(replies.next(), "fuzz");
+  for (;;) {
+    (void)redis::is_message(replies.next());
+  }
+}
+
+using Step = std::function<void(ReplyQueue&)>;
+
+// Each decodes the replies to one protocol step, in the order the first
+// byte of the seeds in corpus/lock_replies/ picks them.
+const std::vector<Step>&
+steps() {
+  static const std::vector<Step> all{
+      [](auto& r) {
+        expect_error_only(
+            [&] {
+              check_attempt(
+                  lock::decode_acquire(r.next_script_reply(), k_what));
+            },
+            k_what);
+      },
+      [](auto& r) {
+        expect_error_only(
+            [&] {
+              check_attempt(lock::decode_peek(r.next_script_reply(), k_what));
+            },
+            k_what);
+      },
+      [](auto& r) {
+        expect_error_only(
+            [&] { (void)lock::decode_renew(r.next_script_reply(), k_what); },
+            k_what);
+      },
+      [](auto& r) {
+        expect_error_only(
+            [&] { (void)lock::decode_yes_no(r.next_script_reply(), k_what); },
+            k_what);
+      },
+      [](auto& r) {
+        expect_error_only([&] { (void)lock::decode_pttl(r.next(), k_what); },
+                          k_what);
+      },
+      [](auto& r) {
+        expect_error_only(
+            [&] { (void)lock::decode_check(r.next_script_reply(), k_what); },
+            k_what);
+      },
+      [](auto& r) {
+        expect_error_only(
+            [&] {
+              (void)lock::decode_force_release(r.next_script_reply(), k_what);
+            },
+            k_what);
+      },
+      [](auto& r) {
+        expect_error_only(
+            [&] { (void)lock::decode_slot(r.next_script_reply(), k_what); },
+            k_what);
+      },
+      [](auto& r) {
+        expect_error_only([&] { show(read_states(r, {"a", "b"}, false)); });
+      },
+      [](auto& r) { expect_error_only([&] { list_locks(r); }); },
+      [](auto& r) { expect_error_only([&] { subscribe(r); }); },
+  };
+  return all;
+}
+
+// Every complete reply in `bytes`, up to a protocol error.
+std::vector<redis::Reply>
+parse(std::string_view bytes) {
+  std::vector<redis::Reply> replies;
+  redis::ReplyReader reader;
+  try {
+    reader.feed(bytes);
+    while (auto reply = reader.next()) {
+      replies.push_back(std::move(*reply));
+    }
+  } catch (const redis::ProtocolError&) {
+    // Bytes that are not the protocol end the replies, as they would end a
+    // connection.
+  }
+  return replies;
 }
 
 } // namespace
@@ -163,39 +231,14 @@ __asan_default_options() {
 }
 
 extern "C" int
-LLVMFuzzerInitialize(int*, char***) {
-  // The fake server may end its side while rlock still writes.
-  std::signal(SIGPIPE, SIG_IGN);
-  return 0;
-}
-
-extern "C" int
 LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const FakeServer server;
-  static const auto all = decoders();
   if (size == 0) {
     return 0;
   }
-  // One choice more than decoders: a subscription, which opens its own.
-  const std::size_t choice = data[0] % (all.size() + 1);
-  const std::string_view bytes(reinterpret_cast<const char*>(data) + 1,
-                               size - 1);
-  redis::ConnectOptions options;
-  options.connect_timeout = 1s;
-  options.io_timeout = 1s;
-  std::thread serving([&] { server.serve(bytes); });
-  if (choice == all.size()) {
-    expect_error_only([&] { subscribe(server.endpoint(), options); });
-  } else {
-    // Nothing is sent before the first command, so opening cannot fail.
-    std::optional<redis::Connection> connection;
-    try {
-      connection.emplace(redis::Connection::open(server.endpoint(), options));
-    } catch (const Error& e) {
-      fuzz::finding("cannot connect to the fake server", e.what());
-    }
-    expect_error_only([&] { all[choice](*connection); });
-  }
-  serving.join();
+  const auto& all = steps();
+  const auto& step = all[data[0] % all.size()];
+  ReplyQueue replies(parse(
+      std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1)));
+  step(replies);
   return 0;
 }

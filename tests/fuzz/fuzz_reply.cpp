@@ -30,45 +30,43 @@ expect_error_only(Step&& step) {
 }
 
 void
-inspect(const redisReply* reply) {
+inspect(const redis::Reply& reply) {
   expect_error_only([&] {
     const auto text = redis::string_of(reply, k_what);
-    if (reply->type != REDIS_REPLY_NIL && text.size() != reply->len) {
-      fuzz::finding("string_of cut the string", text);
+    if (!reply.is_nil() && text != reply.text) {
+      fuzz::finding("string_of changed the string", text);
     }
   });
   expect_error_only([&] { (void)redis::integer_of(reply, k_what); });
-  if (reply->type == REDIS_REPLY_ARRAY) {
-    for (std::size_t i = 0; i < reply->elements; ++i) {
-      inspect(reply->element[i]);
-    }
+  if (!reply.is_array() && !reply.elements.empty()) {
+    fuzz::finding("a reply that is not an array has elements");
+  }
+  for (const auto& element : reply.elements) {
+    inspect(element);
   }
 }
 
 // Returns how many elements `reply` holds at every depth.
 std::int64_t
-elements_in(const redisReply* reply) {
+elements_in(const redis::Reply& reply) {
   std::int64_t count = 0;
-  if (reply->type == REDIS_REPLY_ARRAY) {
-    for (std::size_t i = 0; i < reply->elements; ++i) {
-      count += 1 + elements_in(reply->element[i]);
-    }
+  for (const auto& element : reply.elements) {
+    count += 1 + elements_in(element);
   }
   return count;
 }
 
 // A reply that got past ReplyLimits must be within them.
 void
-check_size(const redisReply* reply) {
+check_size(const redis::Reply& reply) {
   if (elements_in(reply) > redis::ReplyLimits::k_max_elements) {
     fuzz::finding("a reply has more elements than ReplyLimits allows",
                   std::to_string(elements_in(reply)));
   }
-  if (reply->type == REDIS_REPLY_STRING
-      && static_cast<std::int64_t>(reply->len)
-             > redis::ReplyLimits::k_max_length) {
+  if (static_cast<std::int64_t>(reply.text.size())
+      > redis::ReplyLimits::k_max_length) {
     fuzz::finding("a string is longer than ReplyLimits allows",
-                  std::to_string(reply->len));
+                  std::to_string(reply.text.size()));
   }
 }
 
@@ -78,8 +76,8 @@ drain(redis::ReplyReader& reader) {
   try {
     while (auto reply = reader.next()) {
       expect_error_only([&] { redis::throw_if_error(*reply, k_what); });
-      check_size(reply->get());
-      inspect(reply->get());
+      check_size(*reply);
+      inspect(*reply);
     }
   } catch (const redis::ProtocolError&) {
     return false;

@@ -26,7 +26,7 @@ main(int argc, char** argv) {
       return 2;
     }
     auto connection = rlock::redis::Connection::open(endpoint.value(), {});
-    if (connection.command({"DBSIZE"})->integer != 0) {
+    if (connection.command({"DBSIZE"}).integer != 0) {
       std::fprintf(stderr,
                    "refusing to run: the database at %s is not empty\n",
                    connection.address().c_str());

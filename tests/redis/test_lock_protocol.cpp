@@ -57,7 +57,7 @@ acquire(redis::Connection& c,
 
 std::int64_t
 pttl(redis::Connection& c, const std::string& key) {
-  return c.command({"PTTL", key})->integer;
+  return c.command({"PTTL", key}).integer;
 }
 
 } // namespace
@@ -73,6 +73,27 @@ TEST_CASE("acquire is exclusive") {
   CHECK(second.retry_ms <= 30'000);
   CHECK(second.holder == "tester@test-host:42");
   CHECK(second.command == "make check");
+}
+
+TEST_CASE("peek sees a free lock, then the holder acquire reports") {
+  auto c = connect();
+  const auto keys = fresh_keys();
+  CHECK(lock::peek(c, keys).acquired);
+  REQUIRE(acquire(c, keys, "token-a", 20s).acquired);
+  const auto busy = acquire(c, keys, "token-b");
+  const auto seen = lock::peek(c, keys);
+  CHECK_FALSE(seen.acquired);
+  CHECK(seen.retry_ms > 0);
+  CHECK(seen.retry_ms <= 20'000);
+  CHECK(seen.holder == busy.holder);
+  CHECK(seen.command == busy.command);
+  CHECK(seen.place == 0);
+  CHECK(seen.holder_ttl_ms == 20'000);
+  CHECK(busy.holder_ttl_ms == 20'000);
+  CHECK(seen.held_ms >= 0);
+  CHECK(seen.held_ms < 20'000);
+  // The lock is untouched: its holder still releases it.
+  CHECK(lock::release(c, keys, "token-a"));
 }
 
 TEST_CASE("the holder's own token acquires again, same fence, full lease") {
@@ -106,11 +127,11 @@ TEST_CASE("a wrong token can neither renew nor release") {
   CHECK_FALSE(lock::renew(c, keys, "wrong", 60s).held);
   CHECK(pttl(c, keys.lock) <= 2000);
   CHECK_FALSE(lock::release(c, keys, "wrong"));
-  CHECK(c.command({"EXISTS", keys.lock})->integer == 1);
+  CHECK(c.command({"EXISTS", keys.lock}).integer == 1);
   CHECK(lock::renew(c, keys, "right", 60s).held);
   CHECK(pttl(c, keys.lock) > 2000);
   CHECK(lock::release(c, keys, "right"));
-  CHECK(c.command({"EXISTS", keys.lock})->integer == 0);
+  CHECK(c.command({"EXISTS", keys.lock}).integer == 0);
   CHECK_FALSE(lock::release(c, keys, "right"));
 }
 
@@ -158,8 +179,8 @@ namespace {
 std::int64_t
 server_time_us(redis::Connection& c) {
   const auto time = c.command({"TIME"});
-  return std::stoll(time->element[0]->str) * 1'000'000
-         + std::stoll(time->element[1]->str);
+  return std::stoll(time.elements[0].text) * 1'000'000
+         + std::stoll(time.elements[1].text);
 }
 
 } // namespace
@@ -187,7 +208,7 @@ TEST_CASE("fences are the server's clock in microseconds, exact in JSON") {
   CHECK(attempt.fence <= after);
   CHECK(attempt.fence < (std::int64_t{1} << 53));
   // status reads the same fence from the lock.
-  CHECK(std::stoll(c.command({"HGET", keys.lock, "fence"})->str)
+  CHECK(std::stoll(c.command({"HGET", keys.lock, "fence"}).text)
         == attempt.fence);
 }
 
@@ -214,7 +235,7 @@ TEST_CASE("a NAME used once leaves no key behind a second after its release") {
   REQUIRE(lock::release(c, keys, "once"));
   std::this_thread::sleep_for(1100ms);
   for (const auto& key : keys.script_keys()) {
-    CHECK(c.command({"EXISTS", key})->integer == 0);
+    CHECK(c.command({"EXISTS", key}).integer == 0);
   }
 }
 
@@ -234,11 +255,11 @@ TEST_CASE("renew: exact sets the lease, at_least only lengthens it") {
   CHECK(exact.remaining_before_ms > 19'000);
   CHECK(pttl(c, keys.lock) <= 2000);
   // Zero is the length it was last set to.
-  REQUIRE(c.command({"PEXPIRE", keys.lock, "500"})->integer == 1);
+  REQUIRE(c.command({"PEXPIRE", keys.lock, "500"}).integer == 1);
   const auto same = lock::renew(c, keys, "t", 0s);
   CHECK(same.remaining_before_ms <= 500);
   CHECK(pttl(c, keys.lock) > 1500);
-  CHECK(std::string(c.command({"HGET", keys.lock, "renewals"})->str) == "3");
+  CHECK(c.command({"HGET", keys.lock, "renewals"}).text == "3");
   const auto other = lock::renew(c, keys, "other", 1s);
   CHECK_FALSE(other.held);
   CHECK(other.remaining_before_ms == -2);
@@ -276,13 +297,13 @@ TEST_CASE("renewal keeps a lock alive well past its TTL") {
     std::this_thread::sleep_for(1200ms); // four TTLs
     CHECK_FALSE(renewer.loss());
     CHECK(renewer.kill_deadline() > boot_now());
-    CHECK(c.command({"EXISTS", keys.lock})->integer == 1);
+    CHECK(c.command({"EXISTS", keys.lock}).integer == 1);
     const auto renewals = c.command({"HGET", keys.lock, "renewals"});
-    CHECK(std::stoll(renewals->str) >= 3);
+    CHECK(std::stoll(renewals.text) >= 3);
   }
   // Once the renewer is gone the lease runs out by itself.
   std::this_thread::sleep_for(400ms);
-  CHECK(c.command({"EXISTS", keys.lock})->integer == 0);
+  CHECK(c.command({"EXISTS", keys.lock}).integer == 0);
 }
 
 TEST_CASE("a renewer reports a deleted lock as lost at its next renewal") {
@@ -307,11 +328,11 @@ TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release") {
   auto c = connect();
   const auto keys = fresh_keys();
   REQUIRE(acquire(c, keys, "flushed").acquired);
-  REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  REQUIRE(c.command({"SCRIPT", "FLUSH"}).type == redis::Reply::Type::status);
   CHECK(lock::renew(c, keys, "flushed", 30s).held);
-  REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  REQUIRE(c.command({"SCRIPT", "FLUSH"}).type == redis::Reply::Type::status);
   CHECK(lock::release(c, keys, "flushed"));
-  REQUIRE(c.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  REQUIRE(c.command({"SCRIPT", "FLUSH"}).type == redis::Reply::Type::status);
   CHECK(acquire(c, keys, "again").acquired);
 }
 
@@ -321,7 +342,7 @@ TEST_CASE("a key of the wrong type is an error, and nothing is deleted") {
   c.command({"SET", keys.lock, "not a hash"});
   CHECK_THROWS_AS(lock::release(c, keys, "x"), Error);
   CHECK_THROWS_AS(lock::renew(c, keys, "x", 1s), Error);
-  CHECK(c.command({"GET", keys.lock})->type == REDIS_REPLY_STRING);
+  CHECK(c.command({"GET", keys.lock}).type == redis::Reply::Type::string);
 }
 
 TEST_CASE("status reads held and free locks, and lists by prefix") {

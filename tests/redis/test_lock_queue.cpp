@@ -71,7 +71,7 @@ TEST_CASE("fair waiters queue in arrival order and take the lock in turn") {
   REQUIRE(lock::release(c, keys, "second"));
   REQUIRE(fair_attempt(c, keys, "third").acquired);
   REQUIRE(lock::release(c, keys, "third"));
-  CHECK(c.command({"EXISTS", keys.queue, keys.alive})->integer == 0);
+  CHECK(c.command({"EXISTS", keys.queue, keys.alive}).integer == 0);
 }
 
 TEST_CASE("a waiter that stops refreshing leaves the queue by itself") {

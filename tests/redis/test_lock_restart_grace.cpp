@@ -52,7 +52,7 @@ acquire(redis::Connection& c,
 long
 calls(redis::Connection& c, const std::string& command) {
   const auto reply = c.command({"INFO", "commandstats"});
-  const std::string text(reply->str, reply->len);
+  const std::string& text = reply.text;
   const auto at = text.find("cmdstat_" + command + ":calls=");
   if (at == std::string::npos) {
     return 0;
@@ -62,7 +62,7 @@ calls(redis::Connection& c, const std::string& command) {
 
 bool
 exists(redis::Connection& c, const std::string& key) {
-  return c.command({"EXISTS", key})->integer == 1;
+  return c.command({"EXISTS", key}).integer == 1;
 }
 
 } // namespace

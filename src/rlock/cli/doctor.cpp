@@ -23,7 +23,7 @@ constexpr std::array<const char*, 5> k_parameters{
 
 std::string
 error_of(const redis::Reply& reply) {
-  return std::string(reply->str, reply->len);
+  return reply.text;
 }
 
 // Reads the CONFIG parameters; stops at the first refusal (ACL, a managed
@@ -32,14 +32,13 @@ void
 read_config(redis::Connection& connection, ServerFacts& facts) {
   for (const char* parameter : k_parameters) {
     const auto reply = connection.command({"CONFIG", "GET", parameter});
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply.is_error()) {
       facts.config_error = error_of(reply);
       return;
     }
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
-        && reply->element[1]->type == REDIS_REPLY_STRING) {
-      facts.config[parameter] =
-          std::string(reply->element[1]->str, reply->element[1]->len);
+    if (reply.is_array() && reply.elements.size() == 2
+        && reply.elements[1].is_string()) {
+      facts.config[parameter] = reply.elements[1].text;
     }
   }
 }
@@ -49,26 +48,24 @@ read_info(redis::Connection& connection, ServerFacts& facts) {
   for (const char* section :
        {"server", "memory", "persistence", "replication"}) {
     const auto reply = connection.command({"INFO", section});
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply.is_error()) {
       facts.info_error = error_of(reply);
       continue;
     }
-    if (reply->type == REDIS_REPLY_STRING) {
-      facts.info.merge(parse_info(std::string_view(reply->str, reply->len)));
+    if (reply.is_string()) {
+      facts.info.merge(parse_info(reply.text));
     }
   }
 }
 
 // Fields of a flat key-value array reply (HELLO 2).
 std::string
-field_of(const redisReply* reply, std::string_view key) {
-  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
-    const auto* name = reply->element[i];
-    const auto* value = reply->element[i + 1];
-    if (name->type == REDIS_REPLY_STRING
-        && std::string_view(name->str, name->len) == key
-        && value->type == REDIS_REPLY_STRING) {
-      return std::string(value->str, value->len);
+field_of(const redis::Reply& reply, std::string_view key) {
+  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+    const auto& name = reply.elements[i];
+    const auto& value = reply.elements[i + 1];
+    if (name.is_string() && name.text == key && value.is_string()) {
+      return value.text;
     }
   }
   return {};
@@ -84,8 +81,8 @@ read_version(redis::Connection& connection, ServerFacts& facts) {
     return;
   }
   const auto reply = connection.command({"HELLO", "2"});
-  if (reply->type == REDIS_REPLY_ARRAY) {
-    facts.version = field_of(reply.get(), "version");
+  if (reply.is_array()) {
+    facts.version = field_of(reply, "version");
   }
 }
 
@@ -96,23 +93,23 @@ read_role(redis::Connection& connection, ServerFacts& facts) {
     return;
   }
   const auto reply = connection.command({"ROLE"});
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1
-      || reply->element[0]->type != REDIS_REPLY_STRING) {
+  if (!reply.is_array() || reply.elements.empty()
+      || !reply.elements[0].is_string()) {
     return;
   }
-  const std::string role(reply->element[0]->str, reply->element[0]->len);
+  const std::string role = reply.elements[0].text;
   facts.info["role"] = role;
-  if (role == "master" && reply->elements >= 3
-      && reply->element[2]->type == REDIS_REPLY_ARRAY) {
+  if (role == "master" && reply.elements.size() >= 3
+      && reply.elements[2].is_array()) {
     facts.info["connected_slaves"] =
-        std::to_string(reply->element[2]->elements);
+        std::to_string(reply.elements[2].elements.size());
   }
 }
 
 void
 probe_script(redis::Connection& connection, ServerFacts& facts) {
   const auto reply = connection.command({"EVAL", "return 1", "0"});
-  if (reply->type == REDIS_REPLY_ERROR) {
+  if (reply.is_error()) {
     facts.script_error = error_of(reply);
   }
 }
@@ -123,7 +120,7 @@ measure_round_trips(redis::Connection& connection, ServerFacts& facts) {
     const auto sent = boot_now();
     const auto reply = connection.command({"PING"});
     const auto took = boot_now() - sent;
-    if (reply->type != REDIS_REPLY_ERROR) {
+    if (!reply.is_error()) {
       facts.round_trips.push_back(took);
     }
   }
@@ -131,14 +128,14 @@ measure_round_trips(redis::Connection& connection, ServerFacts& facts) {
 
 // The integer in a bulk string reply ("1700000000"), or nothing.
 std::optional<std::int64_t>
-integer_in(const redisReply* reply) {
+integer_in(const redis::Reply& reply) {
   std::int64_t value = 0;
-  if (reply->type != REDIS_REPLY_STRING) {
+  if (!reply.is_string()) {
     return std::nullopt;
   }
-  const auto [end, ec] =
-      std::from_chars(reply->str, reply->str + reply->len, value);
-  if (ec != std::errc() || end != reply->str + reply->len) {
+  const auto* text_end = reply.text.data() + reply.text.size();
+  const auto [end, ec] = std::from_chars(reply.text.data(), text_end, value);
+  if (ec != std::errc() || end != text_end) {
     return std::nullopt;
   }
   return value;
@@ -152,14 +149,14 @@ measure_clock(redis::Connection& connection, ServerFacts& facts) {
   const auto reply = connection.command({"TIME"});
   const auto received_ms = wall_now_ms();
   facts.clock_uncertainty = (boot_now() - sent_boot) / 2;
-  if (reply->type == REDIS_REPLY_ERROR) {
+  if (reply.is_error()) {
     facts.time_error = error_of(reply);
     return;
   }
-  const auto seconds = reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
-                           ? integer_in(reply->element[0])
+  const auto seconds = reply.is_array() && reply.elements.size() == 2
+                           ? integer_in(reply.elements[0])
                            : std::nullopt;
-  const auto micros = seconds ? integer_in(reply->element[1]) : std::nullopt;
+  const auto micros = seconds ? integer_in(reply.elements[1]) : std::nullopt;
   if (!micros) {
     facts.time_error = "unexpected reply";
     return;

@@ -1,7 +1,7 @@
 #include <rlock/lock/protocol.hpp>
+#include <rlock/lock/replies.hpp>
 #include <rlock/redis/script.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/text.hpp>
 
 namespace rlock::lock {
@@ -23,25 +23,7 @@ run_yes_no(redis::Connection& connection,
            const std::vector<std::string>& keys,
            const std::vector<std::string>& args,
            const std::string& what) {
-  const auto reply = redis::run_script(connection, script, keys, args);
-  redis::throw_if_error(reply, what);
-  return redis::integer_of(reply.get(), what) == 1;
-}
-
-void
-read_busy_reply(const redisReply* reply,
-                AcquireAttempt& attempt,
-                const std::string& what) {
-  attempt.retry_ms = redis::integer_of(reply->element[1], what);
-  if (reply->elements >= 6) {
-    attempt.holder = redis::string_of(reply->element[2], what);
-    attempt.command = redis::string_of(reply->element[3], what);
-    attempt.place = redis::integer_of(reply->element[4], what);
-    attempt.holder_ttl_ms = redis::integer_of(reply->element[5], what);
-  }
-  if (reply->elements >= 7) {
-    attempt.held_ms = redis::integer_of(reply->element[6], what);
-  }
+  return decode_yes_no(redis::run_script(connection, script, keys, args), what);
 }
 
 } // namespace
@@ -53,9 +35,7 @@ try_acquire(redis::Connection& connection,
             Duration ttl,
             const Holder& holder,
             Duration queue_ttl) {
-  const std::string what = "cannot acquire lock " + quote(keys.name);
-  AcquireAttempt attempt;
-  attempt.sent = boot_now();
+  const BootTime sent = boot_now();
   const auto reply = redis::run_script(
       connection,
       redis::k_acquire_script,
@@ -67,16 +47,9 @@ try_acquire(redis::Connection& connection,
        holder.user,
        holder.command,
        queue_ttl > Duration::zero() ? milliseconds_of(queue_ttl) : "0"});
-  redis::throw_if_error(reply, what);
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2) {
-    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
-  }
-  attempt.acquired = redis::integer_of(reply->element[0], what) == 1;
-  if (attempt.acquired) {
-    attempt.fence = redis::integer_of(reply->element[1], what);
-  } else {
-    read_busy_reply(reply.get(), attempt, what);
-  }
+  auto attempt =
+      decode_acquire(reply, "cannot acquire lock " + quote(keys.name));
+  attempt.sent = sent;
   return attempt;
 }
 
@@ -97,7 +70,6 @@ renew(redis::Connection& connection,
       const std::string& token,
       Duration ttl,
       RenewMode mode) {
-  const std::string what = "cannot renew lock " + quote(keys.name);
   // Zero keeps the length the lock was taken with.
   const auto reply =
       redis::run_script(connection,
@@ -106,14 +78,7 @@ renew(redis::Connection& connection,
                         {token,
                          ttl == Duration::zero() ? "0" : milliseconds_of(ttl),
                          mode == RenewMode::exact ? "exact" : "at_least"});
-  redis::throw_if_error(reply, what);
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
-  }
-  Renewal renewal;
-  renewal.held = redis::integer_of(reply->element[0], what) == 1;
-  renewal.remaining_before_ms = redis::integer_of(reply->element[1], what);
-  return renewal;
+  return decode_renew(reply, "cannot renew lock " + quote(keys.name));
 }
 
 bool
@@ -146,62 +111,35 @@ release_quietly(const redis::Endpoint& endpoint,
 
 std::int64_t
 lease_remaining_ms(redis::Connection& connection, const LockKeys& keys) {
-  const auto reply = connection.command({"PTTL", keys.lock});
-  const std::string what = "cannot read lock " + quote(keys.name);
-  redis::throw_if_error(reply, what);
-  return redis::integer_of(reply.get(), what);
+  return decode_pttl(connection.command({"PTTL", keys.lock}),
+                     "cannot read lock " + quote(keys.name));
 }
 
 std::optional<Duration>
 check(redis::Connection& connection,
       const LockKeys& keys,
       const std::string& token) {
-  const std::string what = "cannot check lock " + quote(keys.name);
   const auto reply = redis::run_script(
       connection, redis::k_check_script, {keys.lock}, {token});
-  redis::throw_if_error(reply, what);
-  const auto pttl = redis::integer_of(reply.get(), what);
-  if (pttl == -2) {
-    return std::nullopt;
-  }
-  return pttl < 0 ? Duration::max() : from_milliseconds(pttl);
+  return decode_check(reply, "cannot check lock " + quote(keys.name));
 }
 
 std::optional<BrokenLock>
 force_release(redis::Connection& connection, const LockKeys& keys) {
-  const std::string what = "cannot break lock " + quote(keys.name);
   const auto reply = redis::run_script(connection,
                                        redis::k_force_release_script,
                                        keys.script_keys(),
                                        {keys.channel_prefix});
-  redis::throw_if_error(reply, what);
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3) {
-    return std::nullopt;
-  }
-  return BrokenLock{redis::string_of(reply->element[0], what),
-                    redis::string_of(reply->element[1], what),
-                    redis::string_of(reply->element[2], what)};
+  return decode_force_release(reply, "cannot break lock " + quote(keys.name));
 }
 
 AcquireAttempt
 peek(redis::Connection& connection, const LockKeys& keys) {
-  const std::string what = "cannot read lock " + quote(keys.name);
-  AcquireAttempt attempt;
-  attempt.sent = boot_now();
+  const BootTime sent = boot_now();
   const auto reply = redis::run_script(
       connection, redis::k_peek_script, keys.script_keys(), {});
-  redis::throw_if_error(reply, what);
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1) {
-    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
-  }
-  attempt.acquired = redis::integer_of(reply->element[0], what) == 1;
-  if (!attempt.acquired && reply->elements >= 6) {
-    attempt.retry_ms = redis::integer_of(reply->element[1], what);
-    attempt.holder = redis::string_of(reply->element[2], what);
-    attempt.command = redis::string_of(reply->element[3], what);
-    attempt.held_ms = redis::integer_of(reply->element[4], what);
-    attempt.holder_ttl_ms = redis::integer_of(reply->element[5], what);
-  }
+  auto attempt = decode_peek(reply, "cannot read lock " + quote(keys.name));
+  attempt.sent = sent;
   return attempt;
 }
 
@@ -209,19 +147,12 @@ Slot
 current_slot(redis::Connection& connection,
              const LockKeys& keys,
              Duration length) {
-  const std::string what =
-      "cannot read the --once-per slot of " + quote(keys.name);
   const auto reply = redis::run_script(connection,
                                        redis::k_slot_script,
                                        keys.script_keys(),
                                        {milliseconds_of(length)});
-  redis::throw_if_error(reply, what);
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
-    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
-  }
-  return Slot{redis::integer_of(reply->element[0], what),
-              redis::integer_of(reply->element[1], what) == 1,
-              from_milliseconds(redis::integer_of(reply->element[2], what))};
+  return decode_slot(reply,
+                     "cannot read the --once-per slot of " + quote(keys.name));
 }
 
 void

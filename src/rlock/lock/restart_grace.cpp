@@ -37,16 +37,13 @@ start_from_info(redis::Connection& connection) {
   if (!reply) {
     unknown_start(address, "no reply to INFO");
   }
-  const redisReply* info = reply->get();
-  if (info->type == REDIS_REPLY_ERROR) {
-    unknown_start(address,
-                  "INFO refused: "
-                      + printable(std::string(info->str, info->len)));
+  if (reply->is_error()) {
+    unknown_start(address, "INFO refused: " + printable(reply->text));
   }
-  if (info->type != REDIS_REPLY_STRING) {
+  if (!reply->is_string()) {
     unknown_start(address, "unexpected reply to INFO");
   }
-  const auto uptime = uptime_of(std::string_view(info->str, info->len));
+  const auto uptime = uptime_of(reply->text);
   if (!uptime) {
     unknown_start(address, "INFO has no uptime_in_seconds");
   }

@@ -1,11 +1,9 @@
+#include <rlock/lock/replies.hpp>
 #include <rlock/lock/status.hpp>
-#include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
-#include <charconv>
 
 namespace rlock::lock {
 
@@ -13,36 +11,6 @@ namespace {
 
 // Keys read per pipeline round trip.
 constexpr std::size_t k_batch = 500;
-
-std::int64_t
-to_int(const std::string& text) {
-  std::int64_t value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value);
-  return value;
-}
-
-void
-fill_field(LockState& state,
-           const std::string& field,
-           const std::string& value) {
-  if (field == "token") {
-    state.token = value;
-  } else if (field == "fence") {
-    state.fence = to_int(value);
-  } else if (field == "host") {
-    state.host = value;
-  } else if (field == "pid") {
-    state.pid = to_int(value);
-  } else if (field == "user") {
-    state.user = value;
-  } else if (field == "command") {
-    state.command = value;
-  } else if (field == "acquired_ms") {
-    state.acquired_ms = to_int(value);
-  } else if (field == "renewals") {
-    state.renewals = to_int(value);
-  }
-}
 
 // Fills `state` from HGETALL and PTTL. A key that is not a lock (another
 // program's, under our prefix) is an error when asked for by name, and
@@ -52,46 +20,18 @@ read_hash(LockState& state,
           const redis::Reply& hash,
           const redis::Reply& pttl,
           bool listing) {
-  const std::string what = "cannot read lock " + state.key;
-  if (listing && hash->type == REDIS_REPLY_ERROR) {
+  if (listing && hash.is_error()) {
     log::warning("skipping " + quote(state.key) + ": not a lock ("
-                 + printable(std::string(hash->str, hash->len)) + ")");
+                 + printable(hash.text) + ")");
     state.held = false;
     return;
   }
-  redis::throw_if_error(hash, what);
-  redis::throw_if_error(pttl, what);
-  const auto ttl = redis::integer_of(pttl.get(), what);
-  state.held =
-      ttl != -2 && hash->type == REDIS_REPLY_ARRAY && hash->elements > 0;
-  if (!state.held) {
-    return;
-  }
-  state.ttl_ms = ttl;
-  for (std::size_t i = 0; i + 1 < hash->elements; i += 2) {
-    fill_field(state,
-               redis::string_of(hash->element[i], what),
-               redis::string_of(hash->element[i + 1], what));
-  }
+  decode_lock_state(state, hash, pttl);
 }
 
 std::int64_t
 server_time_ms(redis::Connection& connection) {
-  const auto reply = connection.command({"TIME"});
-  redis::throw_if_error(reply, "cannot read the server time");
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-    throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
-  }
-  const std::int64_t seconds =
-      to_int(redis::string_of(reply->element[0], "TIME"));
-  const std::int64_t micros =
-      to_int(redis::string_of(reply->element[1], "TIME"));
-  std::int64_t ms = 0;
-  if (__builtin_mul_overflow(seconds, 1000, &ms)
-      || __builtin_add_overflow(ms, micros / 1000, &ms)) {
-    throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
-  }
-  return ms;
+  return decode_server_time(connection.command({"TIME"}));
 }
 
 // Reads `states` (names and keys set) in pipelined batches.
@@ -117,9 +57,7 @@ read_states(redis::Connection& connection,
       auto pttl = connection.read_reply();
       auto waiters = connection.read_reply();
       read_hash(states[i], hash, pttl, listing);
-      redis::throw_if_error(waiters,
-                            "cannot read the queue of " + states[i].key);
-      states[i].waiters = redis::integer_of(waiters.get(), "ZCOUNT");
+      states[i].waiters = decode_waiters(waiters, states[i].key);
     }
   }
 }
@@ -137,19 +75,9 @@ scan_lock_names(redis::Connection& connection,
                                            lock_key_pattern(prefix, match),
                                            "COUNT",
                                            "1000"});
-    redis::throw_if_error(reply, "cannot list locks");
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-      throw Error(exit_code::k_unavailable, "unexpected reply to SCAN");
-    }
-    cursor = redis::string_of(reply->element[0], "SCAN");
-    const auto* keys = reply->element[1];
-    for (std::size_t i = 0; i < keys->elements; ++i) {
-      auto name =
-          name_of_lock_key(prefix, redis::string_of(keys->element[i], "SCAN"));
-      if (!name.empty()) {
-        names.push_back(std::move(name));
-      }
-    }
+    auto page = decode_scan(reply, prefix);
+    cursor = std::move(page.cursor);
+    names.insert(names.end(), page.names.begin(), page.names.end());
   } while (cursor != "0");
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());

@@ -75,12 +75,12 @@ Connection::log_in() {
     }
     auth.push_back(m_endpoint.password);
     const auto reply = command(auth);
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply.is_error()) {
       unavailable("Redis at " + address() + " refused the password"
                   + (m_endpoint.user.empty()
                          ? std::string()
                          : " for user " + quote(m_endpoint.user))
-                  + ": " + reply->str);
+                  + ": " + reply.text);
     }
   }
   if (m_endpoint.db != 0) {
@@ -197,9 +197,9 @@ Connection::address() const {
 
 void
 throw_if_error(const Reply& reply, const std::string& what) {
-  if (reply->type == REDIS_REPLY_ERROR) {
+  if (reply.is_error()) {
     // Printable: a server's text must not forge lines on a terminal.
-    const std::string error = printable(std::string(reply->str, reply->len));
+    const std::string error = printable(reply.text);
     // An unauthenticated client's large command is refused as a protocol
     // error before any NOAUTH.
     if (error.starts_with("NOAUTH")
@@ -215,24 +215,24 @@ throw_if_error(const Reply& reply, const std::string& what) {
 }
 
 long long
-integer_of(const redisReply* reply, const std::string& what) {
-  if (reply->type != REDIS_REPLY_INTEGER) {
+integer_of(const Reply& reply, const std::string& what) {
+  if (reply.type != Reply::Type::integer) {
     unavailable(what + ": unexpected reply type "
-                + std::to_string(reply->type));
+                + std::to_string(static_cast<int>(reply.type)));
   }
-  return reply->integer;
+  return reply.integer;
 }
 
 std::string
-string_of(const redisReply* reply, const std::string& what) {
-  if (reply->type == REDIS_REPLY_NIL) {
+string_of(const Reply& reply, const std::string& what) {
+  if (reply.is_nil()) {
     return {};
   }
-  if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
+  if (reply.type != Reply::Type::string && reply.type != Reply::Type::status) {
     unavailable(what + ": unexpected reply type "
-                + std::to_string(reply->type));
+                + std::to_string(static_cast<int>(reply.type)));
   }
-  return std::string(reply->str, reply->len);
+  return reply.text;
 }
 
 } // namespace rlock::redis

@@ -95,9 +95,9 @@ private:
 void throw_if_error(const Reply& reply, const std::string& what);
 
 // Returns the reply's integer; throws Error (unavailable) for any other type.
-long long integer_of(const redisReply* reply, const std::string& what);
+long long integer_of(const Reply& reply, const std::string& what);
 
 // Returns the reply's string ("" for nil); throws Error for other types.
-std::string string_of(const redisReply* reply, const std::string& what);
+std::string string_of(const Reply& reply, const std::string& what);
 
 } // namespace rlock::redis

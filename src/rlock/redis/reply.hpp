@@ -1,19 +1,47 @@
 #pragma once
 
-#include <hiredis/hiredis.h>
-
-#include <memory>
+#include <string>
+#include <vector>
 
 namespace rlock::redis {
 
-struct ReplyDeleter {
-  void
-  operator()(redisReply* reply) const {
-    freeReplyObject(reply);
+// A reply from the server, as rlock keeps it (ReplyReader turns what the
+// parser read into this). May be an error reply.
+struct Reply {
+  // RESP2's types, numbered as hiredis numbers them (messages show the
+  // number); `other` is anything else a parser accepts (RESP3's types).
+  enum class Type {
+    other = 0,
+    string = 1,
+    array = 2,
+    integer = 3,
+    nil = 4,
+    status = 5,
+    error = 6,
+  };
+
+  Type type = Type::nil;
+  std::string text;            // of a string, status or error
+  long long integer = 0;       // of an integer
+  std::vector<Reply> elements; // of an array
+
+  bool
+  is_error() const {
+    return type == Type::error;
+  }
+  bool
+  is_array() const {
+    return type == Type::array;
+  }
+  bool
+  is_nil() const {
+    return type == Type::nil;
+  }
+  // True for a bulk string (not a status).
+  bool
+  is_string() const {
+    return type == Type::string;
   }
 };
-
-// A reply from the server; may be an error reply (type REDIS_REPLY_ERROR).
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 } // namespace rlock::redis

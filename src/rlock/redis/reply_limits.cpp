@@ -145,6 +145,10 @@ ReplyLimits::end_line() {
 
 void
 ReplyLimits::start_aggregate(const std::string& header, std::int64_t count) {
+  if (m_open.size() >= k_max_depth) {
+    fail(true,
+         "arrays nested more than " + std::to_string(k_max_depth) + " deep");
+  }
   if (count <= 0) {
     end_item(); // nil or empty: complete already
     return;

@@ -18,6 +18,10 @@ public:
   static constexpr std::int64_t k_max_elements = std::int64_t{1} << 20;
   // At most this many bytes in one bulk string or line.
   static constexpr std::int64_t k_max_length = std::int64_t{64} << 20;
+  // At most this many arrays, one inside the other, as hiredis 0.14 reads
+  // them (1.x reads any depth, which ReplyReader's copy and hiredis's free
+  // would recurse through).
+  static constexpr std::size_t k_max_depth = 8;
 
   // Follows `bytes`, the next ones the server sent. Throws ReplyTooLarge
   // when a reply exceeds a limit, and ProtocolError on a length that is not

@@ -57,4 +57,8 @@ public:
 // Returns `args` as one RESP command (an array of bulk strings).
 std::string format_command(const std::vector<std::string>& args);
 
+// Returns the version of hiredis (whose parser ReplyReader uses) rlock was
+// built with, as "0.14.1".
+std::string hiredis_version();
+
 } // namespace rlock::redis

@@ -18,8 +18,7 @@ eval_args(std::string_view verb,
 
 bool
 is_noscript(const Reply& reply) {
-  return reply->type == REDIS_REPLY_ERROR
-         && std::string_view(reply->str, reply->len).starts_with("NOSCRIPT");
+  return reply.is_error() && reply.text.starts_with("NOSCRIPT");
 }
 
 } // namespace

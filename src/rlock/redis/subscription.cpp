@@ -10,10 +10,8 @@ namespace {
 
 bool
 is_push(const Reply& reply, std::string_view kind) {
-  return reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
-         && reply->element[0]->type == REDIS_REPLY_STRING
-         && std::string_view(reply->element[0]->str, reply->element[0]->len)
-                == kind;
+  return reply.is_array() && !reply.elements.empty()
+         && reply.elements[0].is_string() && reply.elements[0].text == kind;
 }
 
 bool
@@ -37,12 +35,7 @@ Subscription::open(const Endpoint& endpoint,
   command.insert(command.end(), channels.begin(), channels.end());
   connection.append(command);
   for (std::size_t i = 0; i < channels.size(); ++i) {
-    const auto reply = connection.read_reply();
-    throw_if_error(reply, "cannot subscribe on " + connection.address());
-    if (!is_push(reply, "subscribe")) {
-      throw Error(exit_code::k_unavailable,
-                  "unexpected reply to SUBSCRIBE from " + connection.address());
-    }
+    check_subscribed(connection.read_reply(), connection.address());
   }
   return Subscription(std::move(connection));
 }
@@ -58,9 +51,23 @@ Subscription::take_messages() {
   bool read_socket = socket_readable(m_connection.fd());
   while (auto reply = m_connection.take_arrived_reply(read_socket)) {
     read_socket = false;
-    messages += is_push(*reply, "message") ? 1 : 0;
+    messages += is_message(*reply) ? 1 : 0;
   }
   return messages;
+}
+
+void
+check_subscribed(const Reply& reply, const std::string& address) {
+  throw_if_error(reply, "cannot subscribe on " + address);
+  if (!is_push(reply, "subscribe")) {
+    throw Error(exit_code::k_unavailable,
+                "unexpected reply to SUBSCRIBE from " + address);
+  }
+}
+
+bool
+is_message(const Reply& reply) {
+  return is_push(reply, "message");
 }
 
 } // namespace rlock::redis

@@ -31,4 +31,11 @@ private:
   Connection m_connection;
 };
 
+// Throws Error (unavailable) unless `reply`, from the server at `address`,
+// confirms a SUBSCRIBE.
+void check_subscribed(const Reply& reply, const std::string& address);
+
+// Returns true when `reply` is a message published on a channel.
+bool is_message(const Reply& reply);
+
 } // namespace rlock::redis

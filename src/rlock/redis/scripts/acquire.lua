@@ -5,8 +5,8 @@
 -- ARGV[3]  host   ARGV[4]  pid   ARGV[5]  user   ARGV[6]  command line
 -- ARGV[7]  queue entry lifetime in ms; 0 to wait outside the queue
 -- Returns {1, fence} when acquired; otherwise
--- {0, retry_ms, "user@host:pid", command, place, holder_ttl_ms, held_ms}:
--- retry_ms is
+-- {0, retry_ms, "user@host:pid", command, place, holder_ttl_ms, held_ms}
+-- (as peek.lua does, see held_reply in prelude.lua): retry_ms is
 -- when to look again at the latest (the lease's PTTL, or the expiry of the
 -- waiter ahead; -1 for a lease without expiry), place is the 1-based place
 -- in the queue (0 outside it), held_ms how long the holder has held it.
@@ -75,7 +75,4 @@ end
 if not held then
   return {0, head_expiry - now_ms, 'the next waiter in the queue', '', place, 0, 0}
 end
-local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command', 'ttl_ms', 'acquired_ms')
-local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
-local held_ms = now_ms - (tonumber(holder[6]) or now_ms)
-return {0, redis.call('PTTL', KEYS[1]), who, holder[4] or '', place, tonumber(holder[5]) or 0, held_ms}
+return held_reply(place)

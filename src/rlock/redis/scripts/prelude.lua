@@ -62,3 +62,13 @@ local function wake_next(channel_prefix)
     redis.call('PUBLISH', channel_prefix .. 'released', 'free')
   end
 end
+
+-- The reply of acquire.lua and peek.lua while the lock is held, in the one
+-- order both share: {0, retry_ms (the lease's PTTL), "user@host:pid",
+-- command, place in the queue (0 outside it), holder_ttl_ms, held_ms}.
+local function held_reply(place)
+  local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command', 'ttl_ms', 'acquired_ms')
+  local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
+  local held_ms = now_ms - (tonumber(holder[6]) or now_ms)
+  return {0, redis.call('PTTL', KEYS[1]), who, holder[4] or '', place, tonumber(holder[5]) or 0, held_ms}
+end

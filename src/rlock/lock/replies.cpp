@@ -1,0 +1,215 @@
+#include <rlock/lock/keys.hpp>
+#include <rlock/lock/replies.hpp>
+#include <rlock/redis/connection.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/exit_codes.hpp>
+
+#include <charconv>
+
+namespace rlock::lock {
+
+namespace {
+
+std::int64_t
+to_int(const std::string& text) {
+  std::int64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+// Throws unless `reply` is an array of at least `size` elements.
+void
+expect_array(const redis::Reply& reply,
+             std::size_t size,
+             const std::string& what) {
+  if (!reply.is_array() || reply.elements.size() < size) {
+    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+  }
+}
+
+// The busy part of acquire's and peek's replies, from retry_ms on.
+void
+decode_busy(const redis::Reply& reply,
+            AcquireAttempt& attempt,
+            const std::string& what) {
+  const auto& fields = reply.elements;
+  attempt.retry_ms = redis::integer_of(fields[1], what);
+  if (fields.size() >= 6) {
+    attempt.holder = redis::string_of(fields[2], what);
+    attempt.command = redis::string_of(fields[3], what);
+    attempt.place = redis::integer_of(fields[4], what);
+    attempt.holder_ttl_ms = redis::integer_of(fields[5], what);
+  }
+  if (fields.size() >= 7) {
+    attempt.held_ms = redis::integer_of(fields[6], what);
+  }
+}
+
+void
+fill_field(LockState& state,
+           const std::string& field,
+           const std::string& value) {
+  if (field == "token") {
+    state.token = value;
+  } else if (field == "fence") {
+    state.fence = to_int(value);
+  } else if (field == "host") {
+    state.host = value;
+  } else if (field == "pid") {
+    state.pid = to_int(value);
+  } else if (field == "user") {
+    state.user = value;
+  } else if (field == "command") {
+    state.command = value;
+  } else if (field == "acquired_ms") {
+    state.acquired_ms = to_int(value);
+  } else if (field == "renewals") {
+    state.renewals = to_int(value);
+  }
+}
+
+} // namespace
+
+AcquireAttempt
+decode_acquire(const redis::Reply& reply, const std::string& what) {
+  redis::throw_if_error(reply, what);
+  expect_array(reply, 2, what);
+  AcquireAttempt attempt;
+  attempt.acquired = redis::integer_of(reply.elements[0], what) == 1;
+  if (attempt.acquired) {
+    attempt.fence = redis::integer_of(reply.elements[1], what);
+  } else {
+    decode_busy(reply, attempt, what);
+  }
+  return attempt;
+}
+
+AcquireAttempt
+decode_peek(const redis::Reply& reply, const std::string& what) {
+  redis::throw_if_error(reply, what);
+  expect_array(reply, 1, what);
+  AcquireAttempt attempt;
+  attempt.acquired = redis::integer_of(reply.elements[0], what) == 1;
+  if (!attempt.acquired && reply.elements.size() >= 2) {
+    decode_busy(reply, attempt, what);
+  }
+  return attempt;
+}
+
+Renewal
+decode_renew(const redis::Reply& reply, const std::string& what) {
+  redis::throw_if_error(reply, what);
+  if (!reply.is_array() || reply.elements.size() != 2) {
+    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+  }
+  Renewal renewal;
+  renewal.held = redis::integer_of(reply.elements[0], what) == 1;
+  renewal.remaining_before_ms = redis::integer_of(reply.elements[1], what);
+  return renewal;
+}
+
+bool
+decode_yes_no(const redis::Reply& reply, const std::string& what) {
+  redis::throw_if_error(reply, what);
+  return redis::integer_of(reply, what) == 1;
+}
+
+std::int64_t
+decode_pttl(const redis::Reply& reply, const std::string& what) {
+  redis::throw_if_error(reply, what);
+  return redis::integer_of(reply, what);
+}
+
+std::optional<Duration>
+decode_check(const redis::Reply& reply, const std::string& what) {
+  const auto pttl = decode_pttl(reply, what);
+  if (pttl == -2) {
+    return std::nullopt;
+  }
+  return pttl < 0 ? Duration::max() : from_milliseconds(pttl);
+}
+
+std::optional<BrokenLock>
+decode_force_release(const redis::Reply& reply, const std::string& what) {
+  redis::throw_if_error(reply, what);
+  if (!reply.is_array() || reply.elements.size() < 3) {
+    return std::nullopt;
+  }
+  return BrokenLock{redis::string_of(reply.elements[0], what),
+                    redis::string_of(reply.elements[1], what),
+                    redis::string_of(reply.elements[2], what)};
+}
+
+Slot
+decode_slot(const redis::Reply& reply, const std::string& what) {
+  redis::throw_if_error(reply, what);
+  if (!reply.is_array() || reply.elements.size() != 3) {
+    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+  }
+  return Slot{redis::integer_of(reply.elements[0], what),
+              redis::integer_of(reply.elements[1], what) == 1,
+              from_milliseconds(redis::integer_of(reply.elements[2], what))};
+}
+
+std::int64_t
+decode_server_time(const redis::Reply& reply) {
+  redis::throw_if_error(reply, "cannot read the server time");
+  if (!reply.is_array() || reply.elements.size() != 2) {
+    throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
+  }
+  const std::int64_t seconds =
+      to_int(redis::string_of(reply.elements[0], "TIME"));
+  const std::int64_t micros =
+      to_int(redis::string_of(reply.elements[1], "TIME"));
+  std::int64_t ms = 0;
+  if (__builtin_mul_overflow(seconds, 1000, &ms)
+      || __builtin_add_overflow(ms, micros / 1000, &ms)) {
+    throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
+  }
+  return ms;
+}
+
+void
+decode_lock_state(LockState& state,
+                  const redis::Reply& hash,
+                  const redis::Reply& pttl) {
+  const std::string what = "cannot read lock " + state.key;
+  redis::throw_if_error(hash, what);
+  redis::throw_if_error(pttl, what);
+  const auto ttl = redis::integer_of(pttl, what);
+  state.held = ttl != -2 && hash.is_array() && !hash.elements.empty();
+  if (!state.held) {
+    return;
+  }
+  state.ttl_ms = ttl;
+  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
+    fill_field(state,
+               redis::string_of(hash.elements[i], what),
+               redis::string_of(hash.elements[i + 1], what));
+  }
+}
+
+std::int64_t
+decode_waiters(const redis::Reply& reply, const std::string& key) {
+  redis::throw_if_error(reply, "cannot read the queue of " + key);
+  return redis::integer_of(reply, "ZCOUNT");
+}
+
+ScanPage
+decode_scan(const redis::Reply& reply, std::string_view prefix) {
+  redis::throw_if_error(reply, "cannot list locks");
+  if (!reply.is_array() || reply.elements.size() != 2) {
+    throw Error(exit_code::k_unavailable, "unexpected reply to SCAN");
+  }
+  ScanPage page;
+  page.cursor = redis::string_of(reply.elements[0], "SCAN");
+  for (const auto& key : reply.elements[1].elements) {
+    auto name = name_of_lock_key(prefix, redis::string_of(key, "SCAN"));
+    if (!name.empty()) {
+      page.names.push_back(std::move(name));
+    }
+  }
+  return page;
+}
+
+} // namespace rlock::lock
