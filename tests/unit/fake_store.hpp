@@ -143,6 +143,11 @@ public:
     return {};
   }
 
+  std::vector<lock::ServerFacts>
+  examine() override {
+    return {};
+  }
+
   std::unique_ptr<lock::Wakeups>
   watch(std::string_view, const std::string&) override {
     calls.push_back("watch");

@@ -11,6 +11,7 @@
 using namespace std::chrono_literals;
 using namespace rlock;
 using namespace rlock::cli;
+using rlock::lock::parse_info;
 
 namespace {
 

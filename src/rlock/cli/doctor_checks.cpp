@@ -478,26 +478,6 @@ rank(CheckStatus status) {
 
 } // namespace
 
-Fields
-parse_info(std::string_view text) {
-  Fields fields;
-  while (!text.empty()) {
-    const auto end = text.find('\n');
-    auto line = text.substr(0, end);
-    text = end == std::string_view::npos ? "" : text.substr(end + 1);
-    if (line.ends_with('\r')) {
-      line.remove_suffix(1);
-    }
-    const auto colon = line.find(':');
-    if (line.empty() || line[0] == '#' || colon == std::string_view::npos) {
-      continue;
-    }
-    fields.insert_or_assign(std::string(line.substr(0, colon)),
-                            std::string(line.substr(colon + 1)));
-  }
-  return fields;
-}
-
 std::optional<std::vector<int>>
 parse_version(std::string_view text) {
   std::vector<int> numbers;

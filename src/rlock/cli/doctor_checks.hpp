@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rlock/lock/server_facts.hpp>
 #include <rlock/lock/timing.hpp>
 #include <rlock/util/duration.hpp>
 
@@ -16,24 +17,8 @@
 // line per check. Gathering the facts is doctor.cpp's job.
 namespace rlock::cli {
 
-using Fields = std::map<std::string, std::string, std::less<>>;
-
-// What rlock doctor learned from the server. A value is missing when the
-// command that reads it was refused; the *_error fields say why.
-struct ServerFacts {
-  std::string address;      // for messages: "127.0.0.1:6379"
-  Fields config;            // CONFIG GET parameter -> value
-  std::string config_error; // why CONFIG GET failed; empty when it worked
-  Fields info;              // INFO fields of every section read
-  std::string info_error;   // why an INFO section was refused
-  std::string version;      // redis_version (INFO, else HELLO); "" unknown
-  std::string script_error; // why EVAL of a test script failed; "" it ran
-  std::vector<Duration> round_trips;           // one per PING
-  std::optional<std::int64_t> server_time_ms;  // TIME, ms since the epoch
-  std::optional<std::int64_t> clock_offset_ms; // server's TIME - local clock
-  Duration clock_uncertainty{};                // half TIME's round trip
-  std::string time_error;                      // why TIME failed
-};
+using lock::Fields;
+using lock::ServerFacts;
 
 enum class CheckStatus { ok, warn, fail, unknown };
 
@@ -52,10 +37,6 @@ inline constexpr std::string_view k_min_redis_version = "4.0.0";
 
 // A server clock further than this from the local one is reported.
 inline constexpr std::int64_t k_max_clock_offset_ms = 1000;
-
-// Returns the "field:value" lines of an INFO reply; "# Section" lines and
-// lines without a colon are skipped.
-Fields parse_info(std::string_view text);
 
 // Returns the numbers of a version such as "7.0.15" or "6.2.6-rc1" ({7, 0,
 // 15}), or nothing when it does not start with a number.

@@ -1,13 +1,13 @@
 #include <rlock/cli/parser.hpp>
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/proc/signals.hpp>
+#include <rlock/redis/reply_reader.hpp>
 #include <rlock/redis/tls.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 #include <rlock/version.hpp>
 
 #include <CLI/CLI.hpp>
-#include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <map>
@@ -668,9 +668,8 @@ step_options(Action action,
 std::string
 version_text() {
   return "rlock " + std::string(k_version) + "\nhiredis "
-         + std::to_string(HIREDIS_MAJOR) + "." + std::to_string(HIREDIS_MINOR)
-         + "." + std::to_string(HIREDIS_PATCH)
-         + "\nTLS: " + redis::tls_library_version() + "\n";
+         + redis::hiredis_version() + "\nTLS: " + redis::tls_library_version()
+         + "\n";
 }
 
 // Before a subcommand only the options every command shares may stand; a

@@ -1,6 +1,7 @@
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
+#include <rlock/lock/server_facts.hpp>
 #include <rlock/lock/status.hpp>
 #include <rlock/redis/subscription.hpp>
 
@@ -206,6 +207,12 @@ RedisStore::list_locks(std::string_view match) {
   return on_connection([&](redis::Connection& c) {
     return lock::list_locks(c, m_deployment.prefix, match);
   });
+}
+
+std::vector<ServerFacts>
+RedisStore::examine() {
+  return {
+      on_connection([](redis::Connection& c) { return examine_server(c); })};
 }
 
 std::unique_ptr<Wakeups>

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rlock/lock/lease.hpp>
+#include <rlock/lock/server_facts.hpp>
 #include <rlock/util/clock.hpp>
 
 #include <memory>
@@ -102,6 +103,9 @@ public:
 
   // Reads every held lock whose NAME matches the glob `match`, by name.
   virtual StatusSnapshot list_locks(std::string_view match) = 0;
+
+  // Returns what each server says about itself, for rlock doctor.
+  virtual std::vector<ServerFacts> examine() = 0;
 
   // Starts watching for wake-ups of lock `name` and of `token`'s turn.
   // Returns once no later wake-up can be missed.

@@ -1,0 +1,210 @@
+#include <rlock/lock/server_facts.hpp>
+#include <rlock/redis/connection.hpp>
+#include <rlock/util/clock.hpp>
+
+#include <array>
+#include <charconv>
+#include <limits>
+
+namespace rlock::lock {
+
+namespace {
+
+constexpr int k_pings = 5;
+
+// The CONFIG parameters the checks judge.
+constexpr std::array<const char*, 5> k_parameters{
+    "maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"};
+
+std::string
+error_of(const redis::Reply& reply) {
+  return reply.text;
+}
+
+// Reads the CONFIG parameters; stops at the first refusal (ACL, a managed
+// Redis with CONFIG renamed), since the others would be refused alike.
+void
+read_config(redis::Connection& connection, ServerFacts& facts) {
+  for (const char* parameter : k_parameters) {
+    const auto reply = connection.command({"CONFIG", "GET", parameter});
+    if (reply.is_error()) {
+      facts.config_error = error_of(reply);
+      return;
+    }
+    if (reply.is_array() && reply.elements.size() == 2
+        && reply.elements[1].is_string()) {
+      facts.config[parameter] = reply.elements[1].text;
+    }
+  }
+}
+
+void
+read_info(redis::Connection& connection, ServerFacts& facts) {
+  for (const char* section :
+       {"server", "memory", "persistence", "replication"}) {
+    const auto reply = connection.command({"INFO", section});
+    if (reply.is_error()) {
+      facts.info_error = error_of(reply);
+      continue;
+    }
+    if (reply.is_string()) {
+      facts.info.merge(parse_info(reply.text));
+    }
+  }
+}
+
+// Fields of a flat key-value array reply (HELLO 2).
+std::string
+field_of(const redis::Reply& reply, std::string_view key) {
+  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+    const auto& name = reply.elements[i];
+    const auto& value = reply.elements[i + 1];
+    if (name.is_string() && name.text == key && value.is_string()) {
+      return value.text;
+    }
+  }
+  return {};
+}
+
+// The version from INFO, else from HELLO (Redis 6 and later, where an ACL may
+// refuse INFO but not HELLO).
+void
+read_version(redis::Connection& connection, ServerFacts& facts) {
+  if (const auto found = facts.info.find("redis_version");
+      found != facts.info.end()) {
+    facts.version = found->second;
+    return;
+  }
+  const auto reply = connection.command({"HELLO", "2"});
+  if (reply.is_array()) {
+    facts.version = field_of(reply, "version");
+  }
+}
+
+// The role from ROLE when INFO replication was refused.
+void
+read_role(redis::Connection& connection, ServerFacts& facts) {
+  if (facts.info.contains("role")) {
+    return;
+  }
+  const auto reply = connection.command({"ROLE"});
+  if (!reply.is_array() || reply.elements.empty()
+      || !reply.elements[0].is_string()) {
+    return;
+  }
+  const std::string role = reply.elements[0].text;
+  facts.info["role"] = role;
+  if (role == "master" && reply.elements.size() >= 3
+      && reply.elements[2].is_array()) {
+    facts.info["connected_slaves"] =
+        std::to_string(reply.elements[2].elements.size());
+  }
+}
+
+void
+probe_script(redis::Connection& connection, ServerFacts& facts) {
+  const auto reply = connection.command({"EVAL", "return 1", "0"});
+  if (reply.is_error()) {
+    facts.script_error = error_of(reply);
+  }
+}
+
+void
+measure_round_trips(redis::Connection& connection, ServerFacts& facts) {
+  for (int i = 0; i < k_pings; ++i) {
+    const auto sent = boot_now();
+    const auto reply = connection.command({"PING"});
+    const auto took = boot_now() - sent;
+    if (!reply.is_error()) {
+      facts.round_trips.push_back(took);
+    }
+  }
+}
+
+// The integer in a bulk string reply ("1700000000"), or nothing.
+std::optional<std::int64_t>
+integer_in(const redis::Reply& reply) {
+  std::int64_t value = 0;
+  if (!reply.is_string()) {
+    return std::nullopt;
+  }
+  const auto* text_end = reply.text.data() + reply.text.size();
+  const auto [end, ec] = std::from_chars(reply.text.data(), text_end, value);
+  if (ec != std::errc() || end != text_end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The server's TIME against the local clock at the middle of the round trip.
+void
+measure_clock(redis::Connection& connection, ServerFacts& facts) {
+  const auto sent_boot = boot_now();
+  const auto sent_ms = wall_now_ms();
+  const auto reply = connection.command({"TIME"});
+  const auto received_ms = wall_now_ms();
+  facts.clock_uncertainty = (boot_now() - sent_boot) / 2;
+  if (reply.is_error()) {
+    facts.time_error = error_of(reply);
+    return;
+  }
+  const auto seconds = reply.is_array() && reply.elements.size() == 2
+                           ? integer_in(reply.elements[0])
+                           : std::nullopt;
+  const auto micros = seconds ? integer_in(reply.elements[1]) : std::nullopt;
+  if (!micros) {
+    facts.time_error = "unexpected reply";
+    return;
+  }
+  std::int64_t server_ms = 0;
+  std::int64_t offset = 0;
+  // A broken server's numbers must not overflow (nor make llabs undefined).
+  if (__builtin_mul_overflow(*seconds, 1000, &server_ms)
+      || __builtin_add_overflow(server_ms, *micros / 1000, &server_ms)
+      || __builtin_sub_overflow(
+          server_ms, sent_ms + (received_ms - sent_ms) / 2, &offset)
+      || offset == std::numeric_limits<std::int64_t>::min()) {
+    facts.time_error = "unexpected reply";
+    return;
+  }
+  facts.server_time_ms = server_ms;
+  facts.clock_offset_ms = offset;
+}
+
+} // namespace
+
+Fields
+parse_info(std::string_view text) {
+  Fields fields;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    auto line = text.substr(0, end);
+    text = end == std::string_view::npos ? "" : text.substr(end + 1);
+    if (line.ends_with('\r')) {
+      line.remove_suffix(1);
+    }
+    const auto colon = line.find(':');
+    if (line.empty() || line[0] == '#' || colon == std::string_view::npos) {
+      continue;
+    }
+    fields.insert_or_assign(std::string(line.substr(0, colon)),
+                            std::string(line.substr(colon + 1)));
+  }
+  return fields;
+}
+
+ServerFacts
+examine_server(redis::Connection& connection) {
+  ServerFacts facts;
+  facts.address = connection.address();
+  measure_round_trips(connection, facts);
+  read_info(connection, facts);
+  read_config(connection, facts);
+  read_version(connection, facts);
+  read_role(connection, facts);
+  probe_script(connection, facts);
+  measure_clock(connection, facts);
+  return facts;
+}
+
+} // namespace rlock::lock

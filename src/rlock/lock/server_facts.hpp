@@ -1,0 +1,48 @@
+#pragma once
+
+#include <rlock/util/duration.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlock::redis {
+class Connection;
+}
+
+// What a server says about itself, for rlock doctor: the facts; the
+// verdicts are cli/doctor_checks.cpp's.
+namespace rlock::lock {
+
+using Fields = std::map<std::string, std::string, std::less<>>;
+
+// What rlock doctor learned from the server. A value is missing when the
+// command that reads it was refused; the *_error fields say why.
+struct ServerFacts {
+  std::string address;      // for messages: "127.0.0.1:6379"
+  Fields config;            // CONFIG GET parameter -> value
+  std::string config_error; // why CONFIG GET failed; empty when it worked
+  Fields info;              // INFO fields of every section read
+  std::string info_error;   // why an INFO section was refused
+  std::string version;      // redis_version (INFO, else HELLO); "" unknown
+  std::string script_error; // why EVAL of a test script failed; "" it ran
+  std::vector<Duration> round_trips;           // one per PING
+  std::optional<std::int64_t> server_time_ms;  // TIME, ms since the epoch
+  std::optional<std::int64_t> clock_offset_ms; // server's TIME - local clock
+  Duration clock_uncertainty{};                // half TIME's round trip
+  std::string time_error;                      // why TIME failed
+};
+
+// Returns the "field:value" lines of an INFO reply; "# Section" lines and
+// lines without a colon are skipped.
+Fields parse_info(std::string_view text);
+
+// Asks the server on `connection` what doctor judges: round trips, INFO,
+// CONFIG, version, role, whether scripts run, its clock. A refused command
+// leaves its fields empty and says why; only a failed connection throws.
+ServerFacts examine_server(redis::Connection& connection);
+
+} // namespace rlock::lock
