@@ -1,6 +1,7 @@
 // main() only parses the command line, dispatches and turns the one error
 // type into its message and exit code.
 #include <rlock/cli/doctor.hpp>
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/parser.hpp>
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/status.hpp>
@@ -8,7 +9,6 @@
 #include <rlock/proc/process_title.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 
 #include <fcntl.h>
@@ -107,7 +107,7 @@ main(int argc, char** argv) {
     return code;
   } catch (const rlock::Error& e) {
     rlock::log::error(e.what());
-    return e.exit_code();
+    return rlock::exit_code::for_error(e.kind());
   } catch (const std::exception& e) {
     rlock::log::error(std::string("internal error: ") + e.what());
     return rlock::exit_code::k_os_error;

@@ -6,10 +6,10 @@
 #include <rlock/cli/status_view.hpp>
 #include <rlock/lock/keys.hpp>
 #include <rlock/lock/replies.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/reply_reader.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include "fuzz.hpp"
 #include <algorithm>
@@ -32,7 +32,7 @@ public:
   const redis::Reply&
   next() {
     if (m_next == m_replies.size()) {
-      throw Error(exit_code::k_unavailable, "fuzz: no more replies");
+      throw redis::Failure(redis::FailureKind::closed, "fuzz: no more replies");
     }
     return m_replies[m_next++];
   }

@@ -1,5 +1,6 @@
 // The lock protocol against a real redis-server, started by
 // tests/lib/with-redis.sh, which passes its URL in RLOCK_TEST_URL.
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/lock/deployment.hpp>
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/renewer.hpp>
@@ -374,7 +375,7 @@ TEST_CASE("an unreachable server is reported with its address") {
     redis::Connection::open(endpoint, {});
     FAIL("connected to port 1");
   } catch (const Error& e) {
-    CHECK(e.exit_code() == 69);
+    CHECK(rlock::exit_code::for_error(e.kind()) == 69);
     CHECK_THAT(e.what(), Catch::Contains("127.0.0.1:1"));
   }
 }

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <rlock/lock/store.hpp>
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 
 #include <algorithm>
 #include <deque>
@@ -30,7 +30,7 @@ public:
   take() override {
     if (m_breaks > 0) {
       --m_breaks;
-      throw redis::TransientError("subscription closed");
+      throw redis::Failure(redis::FailureKind::closed, "subscription closed");
     }
     return std::exchange(m_pending, 0);
   }

@@ -1,3 +1,4 @@
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/parser.hpp>
 #include <rlock/util/error.hpp>
 
@@ -32,7 +33,7 @@ usage_error(std::vector<std::string> args) {
   try {
     parse(args);
   } catch (const rlock::Error& e) {
-    CHECK(e.exit_code() == 64);
+    CHECK(rlock::exit_code::for_error(e.kind()) == 64);
     return e.what();
   }
   FAIL("no usage error");
@@ -197,7 +198,7 @@ TEST_CASE("--restart-grace, then $RLOCK_RESTART_GRACE, then 30s; 0 is off") {
     parse({"x", "true"}, environment);
     FAIL("no usage error");
   } catch (const rlock::Error& e) {
-    CHECK(e.exit_code() == 64);
+    CHECK(rlock::exit_code::for_error(e.kind()) == 64);
     CHECK_THAT(e.what(),
                Catch::Contains("RLOCK_RESTART_GRACE")
                    && Catch::Contains("'1y'"));
@@ -319,7 +320,7 @@ TEST_CASE("$RLOCK_TOKEN counts only for the lock $RLOCK_NAME names") {
     try {
       parse(std::move(args), environment);
     } catch (const rlock::Error& e) {
-      CHECK(e.exit_code() == 64);
+      CHECK(rlock::exit_code::for_error(e.kind()) == 64);
       return std::string(e.what());
     }
     FAIL("no usage error");

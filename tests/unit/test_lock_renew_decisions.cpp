@@ -1,7 +1,7 @@
 // The renewer's decisions on a fake store: what counts as a renewal, what is
 // a loss, and when it tries again. The clock is real, the leases short.
 #include <rlock/lock/renewer.hpp>
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -74,7 +74,8 @@ TEST_CASE("a failed renewal is retried, and a later success counts") {
     auto failures = std::make_shared<int>(2);
     s.renew_answer = [failures] {
       if ((*failures)-- > 0) {
-        throw redis::TransientError("connection to fake closed by the server");
+        throw redis::Failure(redis::FailureKind::closed,
+                             "connection to fake closed by the server");
       }
       return lock::Renewal{true, 200};
     };
@@ -86,7 +87,8 @@ TEST_CASE("a failed renewal is retried, and a later success counts") {
 TEST_CASE("renewals that fail until the deadline lose the lease, saying why") {
   Renewing r([](FakeStore& s) {
     s.renew_answer = []() -> lock::Renewal {
-      throw redis::TransientError("cannot connect to fake: refused");
+      throw redis::Failure(redis::FailureKind::closed,
+                           "cannot connect to fake: refused");
     };
   });
   const auto loss = r.loss_within(2s);

@@ -1,6 +1,6 @@
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/lock/replies.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -75,7 +75,7 @@ failure_of(Decode&& decode) {
   try {
     (void)decode();
   } catch (const Error& e) {
-    CHECK(e.exit_code() == exit_code::k_unavailable);
+    CHECK(rlock::exit_code::for_error(e.kind()) == exit_code::k_unavailable);
     return e.what();
   }
   FAIL("nothing was thrown");
@@ -145,7 +145,7 @@ TEST_CASE("decode_acquire: error replies") {
                                       k_what);
         })
         == "cannot acquire lock 'x': the server wants a password (give it "
-           "with --password-file, $RLOCK_PASSWORD or the URL): NOAUTH "
+           "with a password file, the environment or the URL): NOAUTH "
            "Authentication required.");
   // A server's text cannot forge a line.
   CHECK(failure_of([] {

@@ -44,7 +44,7 @@ TEST_CASE("default_kill_after scales with the TTL, at most 10s") {
 TEST_CASE("make_timing refuses a kill-after that leaves no time to renew") {
   const auto timing = make_timing(30s, 25s);
   REQUIRE_FALSE(timing);
-  CHECK_THAT(timing.error(), Catch::Contains("--kill-after 25s"));
+  CHECK_THAT(timing.error(), Catch::Contains("the kill-after 25s"));
   CHECK_THAT(timing.error(), Catch::Contains("must be under 14.695s"));
   CHECK(make_timing(30s, 14695ms));
   CHECK_FALSE(make_timing(30s, 14696ms));
@@ -55,7 +55,7 @@ TEST_CASE("make_timing refuses a kill-after that leaves no time to renew") {
 TEST_CASE("make_timing refuses a TTL too short to be safe") {
   const auto timing = make_timing(99ms, std::nullopt);
   REQUIRE_FALSE(timing);
-  CHECK_THAT(timing.error(), Catch::Contains("--ttl"));
+  CHECK_THAT(timing.error(), Catch::Contains("the TTL 0.099s"));
   CHECK(make_timing(100ms, std::nullopt));
 }
 

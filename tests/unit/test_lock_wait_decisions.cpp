@@ -1,7 +1,7 @@
 // The waiter's decisions on a fake store and a fake clock: when it asks,
 // how long it sleeps, when it reconnects and when it gives up.
 #include <rlock/lock/waiter.hpp>
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -42,7 +42,8 @@ answer(lock::AcquireAttempt attempt) {
 FakeStore::Answer
 failure() {
   return []() -> lock::AcquireAttempt {
-    throw redis::TransientError("connection to fake closed by the server");
+    throw redis::Failure(redis::FailureKind::closed,
+                         "connection to fake closed by the server");
   };
 }
 
@@ -55,7 +56,8 @@ struct Fixture {
   Fixture() {
     clock.wakeups = &store.pending_wakeups;
     store.throw_failure = [] {
-      throw redis::TransientError("cannot connect to fake: refused");
+      throw redis::Failure(redis::FailureKind::closed,
+                           "cannot connect to fake: refused");
     };
   }
 
@@ -214,14 +216,14 @@ TEST_CASE("a failure that outlasts -w is thrown") {
   f.store.acquire_answers = {answer(busy(100)), answer(busy(100)), failure()};
   f.store.connect_fails = 1'000;
   const auto start = f.clock.now;
-  CHECK_THROWS_AS(f.wait({.timeout = 3s}), redis::TransientError);
+  CHECK_THROWS_AS(f.wait({.timeout = 3s}), redis::Failure);
   CHECK(f.clock.now - start == 3s);
 }
 
 TEST_CASE("a failure of the first attempt is thrown, not waited out") {
   Fixture f;
   f.store.acquire_answers = {failure()};
-  CHECK_THROWS_AS(f.wait({.timeout = 10s}), redis::TransientError);
+  CHECK_THROWS_AS(f.wait({.timeout = 10s}), redis::Failure);
   CHECK(f.clock.sleeps.empty());
 }
 

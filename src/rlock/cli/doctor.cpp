@@ -1,9 +1,9 @@
 #include <rlock/cli/doctor.hpp>
 #include <rlock/cli/doctor_checks.hpp>
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/server.hpp>
 #include <rlock/lock/store.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <cstdio>
 #include <string>
@@ -16,7 +16,7 @@ void
 write_out(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (std::fflush(stdout) != 0) {
-    throw Error(exit_code::k_io_error, "cannot write output");
+    throw Error(ErrorKind::output, "cannot write output");
   }
 }
 

@@ -1,5 +1,5 @@
 #include <rlock/cli/doctor_checks.hpp>
-#include <rlock/util/exit_codes.hpp>
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>

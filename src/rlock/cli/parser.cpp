@@ -17,6 +17,8 @@ namespace rlock::cli {
 
 namespace {
 
+const lock::TimingNames k_timing_names{"--ttl", "--kill-after"};
+
 using namespace std::chrono_literals;
 using detail::k_try_help;
 using detail::RawOptions;
@@ -536,7 +538,7 @@ run_options(const RawOptions& raw,
   const auto ttl = detail::duration_of(raw.ttl.value_or("30s"), "--ttl", false);
   const auto kill_after =
       detail::optional_duration_of(raw.kill_after, "--kill-after", true);
-  const auto timing = lock::make_timing(ttl, kill_after);
+  const auto timing = lock::make_timing(ttl, kill_after, k_timing_names);
   if (!timing) {
     throw_usage(timing.error());
   }
@@ -589,7 +591,7 @@ doctor_options(const RawOptions& raw, const Environment& environment) {
   options.server = detail::server_of(raw, environment);
   options.json = raw.json;
   const auto ttl = detail::duration_of(raw.ttl.value_or("30s"), "--ttl", false);
-  const auto timing = lock::make_timing(ttl, std::nullopt);
+  const auto timing = lock::make_timing(ttl, std::nullopt, k_timing_names);
   if (!timing) {
     throw_usage(timing.error());
   }

@@ -145,6 +145,7 @@ tls_options_of(const RawOptions& raw,
   tls.key_file = readable_file(raw.tls_key, "--tls-key");
   tls.server_name = raw.tls_server_name.value_or("");
   tls.insecure = raw.tls_insecure;
+  tls.names = {"--tls-ca", "--tls-cert", "--tls-key"};
   return tls;
 }
 

@@ -1,3 +1,4 @@
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/wait_hooks.hpp>
@@ -6,6 +7,7 @@
 #include <rlock/proc/boot_timer.hpp>
 #include <rlock/proc/child.hpp>
 #include <rlock/proc/process_info.hpp>
+#include <rlock/proc/shell_status.hpp>
 #include <rlock/proc/signal_block.hpp>
 #include <rlock/proc/signals.hpp>
 #include <rlock/proc/termination.hpp>
@@ -13,7 +15,6 @@
 #include <rlock/proc/watchdog.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/output.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
@@ -26,6 +27,13 @@
 namespace rlock::cli {
 
 namespace {
+
+// The child's status as rlock passes it on: a status lost to someone else's
+// reaping is a system failure.
+int
+exit_code_of_status(int status) {
+  return status == proc::k_status_unknown ? exit_code::k_os_error : status;
+}
 
 // One run once the lock is held.
 struct Held {
@@ -324,7 +332,7 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
     proc::signal_tree(*child, watchdog.pid(), SIGKILL);
   }
   // Whatever the command left running in its group dies before the release.
-  const int exit_code = child->finish();
+  const int exit_code = exit_code_of_status(child->finish());
   if (result.loss) {
     lock.stop_renewing();
     disarm_watchdog(watchdog);
@@ -384,7 +392,11 @@ holder_of(const RunOptions& options) {
 int
 run_lock(const RunOptions& options) {
   log::set_level(options.log_level);
-  events::open(options.events_path);
+  try {
+    events::open(options.events_path);
+  } catch (const Error& e) {
+    throw Error(e.kind(), std::string("--events: ") + e.what());
+  }
   const BootTime started = boot_now();
   std::vector<int> delivered(k_forwarded_signals.begin(),
                              k_forwarded_signals.end());

@@ -1,4 +1,5 @@
 #include <rlock/cli/server.hpp>
+#include <rlock/util/log.hpp>
 
 namespace rlock::cli {
 
@@ -10,6 +11,11 @@ deployment_of(const ServerOptions& server) {
 
 std::unique_ptr<lock::LockStore>
 open_store(const ServerOptions& server) {
+  if (server.endpoint.tls && server.connect.tls.insecure) {
+    log::warning("--tls-insecure: the server's certificate is not "
+                 "verified; anyone on the path can pose as it");
+  }
+  redis::set_password_sources("--password-file, $RLOCK_PASSWORD or the URL");
   return lock::open_store(deployment_of(server));
 }
 

@@ -1,3 +1,4 @@
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/status.hpp>
 #include <rlock/cli/status_view.hpp>
@@ -5,7 +6,6 @@
 #include <rlock/lock/store.hpp>
 #include <rlock/util/clock.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -55,7 +55,7 @@ void
 write_out(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (std::fflush(stdout) != 0) {
-    throw Error(exit_code::k_io_error, "cannot write output");
+    throw Error(ErrorKind::output, "cannot write output");
   }
 }
 

@@ -1,3 +1,4 @@
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/step.hpp>
 #include <rlock/cli/wait_hooks.hpp>
@@ -5,7 +6,6 @@
 #include <rlock/proc/process_info.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
@@ -125,7 +125,7 @@ supervised_token(const std::string& token) {
 int
 release(const StepOptions& options, LockStore& store) {
   if (!options.force && supervised_token(options.token)) {
-    throw Error(exit_code::k_usage,
+    throw Error(ErrorKind::bad_input,
                 "release: lock " + quote(options.name)
                     + " is held by the rlock running this command, which "
                       "releases it when the command ends");

@@ -1,5 +1,5 @@
 #include <rlock/lock/held_lock.hpp>
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 
 namespace rlock::lock {
 
@@ -46,7 +46,10 @@ auto
 HeldLock::retried_once(Step&& step) {
   try {
     return step();
-  } catch (const redis::TransientError&) {
+  } catch (const redis::Failure& failure) {
+    if (!redis::may_pass(failure)) {
+      throw;
+    }
     return step();
   }
 }

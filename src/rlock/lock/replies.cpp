@@ -1,8 +1,8 @@
 #include <rlock/lock/keys.hpp>
 #include <rlock/lock/replies.hpp>
 #include <rlock/redis/connection.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <charconv>
 
@@ -23,7 +23,8 @@ expect_array(const redis::Reply& reply,
              std::size_t size,
              const std::string& what) {
   if (!reply.is_array() || reply.elements.size() < size) {
-    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+    throw redis::Failure(redis::FailureKind::unexpected_reply,
+                         what + ": unexpected reply");
   }
 }
 
@@ -100,7 +101,8 @@ Renewal
 decode_renew(const redis::Reply& reply, const std::string& what) {
   redis::throw_if_error(reply, what);
   if (!reply.is_array() || reply.elements.size() != 2) {
-    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+    throw redis::Failure(redis::FailureKind::unexpected_reply,
+                         what + ": unexpected reply");
   }
   Renewal renewal;
   renewal.held = redis::integer_of(reply.elements[0], what) == 1;
@@ -144,7 +146,8 @@ Slot
 decode_slot(const redis::Reply& reply, const std::string& what) {
   redis::throw_if_error(reply, what);
   if (!reply.is_array() || reply.elements.size() != 3) {
-    throw Error(exit_code::k_unavailable, what + ": unexpected reply");
+    throw redis::Failure(redis::FailureKind::unexpected_reply,
+                         what + ": unexpected reply");
   }
   return Slot{redis::integer_of(reply.elements[0], what),
               redis::integer_of(reply.elements[1], what) == 1,
@@ -155,7 +158,8 @@ std::int64_t
 decode_server_time(const redis::Reply& reply) {
   redis::throw_if_error(reply, "cannot read the server time");
   if (!reply.is_array() || reply.elements.size() != 2) {
-    throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
+    throw redis::Failure(redis::FailureKind::unexpected_reply,
+                         "unexpected reply to TIME");
   }
   const std::int64_t seconds =
       to_int(redis::string_of(reply.elements[0], "TIME"));
@@ -164,7 +168,8 @@ decode_server_time(const redis::Reply& reply) {
   std::int64_t ms = 0;
   if (__builtin_mul_overflow(seconds, 1000, &ms)
       || __builtin_add_overflow(ms, micros / 1000, &ms)) {
-    throw Error(exit_code::k_unavailable, "unexpected reply to TIME");
+    throw redis::Failure(redis::FailureKind::unexpected_reply,
+                         "unexpected reply to TIME");
   }
   return ms;
 }
@@ -199,7 +204,8 @@ ScanPage
 decode_scan(const redis::Reply& reply, std::string_view prefix) {
   redis::throw_if_error(reply, "cannot list locks");
   if (!reply.is_array() || reply.elements.size() != 2) {
-    throw Error(exit_code::k_unavailable, "unexpected reply to SCAN");
+    throw redis::Failure(redis::FailureKind::unexpected_reply,
+                         "unexpected reply to SCAN");
   }
   ScanPage page;
   page.cursor = redis::string_of(reply.elements[0], "SCAN");

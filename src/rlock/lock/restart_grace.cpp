@@ -1,7 +1,7 @@
 #include <rlock/lock/restart_grace.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
@@ -15,9 +15,10 @@ using std::chrono::seconds;
 
 [[noreturn]] void
 unknown_start(const std::string& address, const std::string& why) {
-  throw Error(exit_code::k_unavailable,
-              "cannot tell when the Redis server at " + address + " started ("
-                  + why + "); allow INFO or set --restart-grace 0");
+  throw redis::Failure(redis::FailureKind::unexpected_reply,
+                       "cannot tell when the Redis server at " + address
+                           + " started (" + why
+                           + "); allow INFO or set --restart-grace 0");
 }
 
 // "3s", "27s", "2m10s": whole seconds, as INFO counts them.

@@ -24,7 +24,9 @@ lease_cut_short(const LeaseTiming& timing,
 }
 
 Expected<LeaseTiming>
-make_timing(Duration ttl, std::optional<Duration> kill_after) {
+make_timing(Duration ttl,
+            std::optional<Duration> kill_after,
+            const TimingNames& names) {
   LeaseTiming timing{};
   timing.ttl = ttl;
   timing.margin = ttl / 100 + 5ms;
@@ -33,7 +35,7 @@ make_timing(Duration ttl, std::optional<Duration> kill_after) {
   timing.retry_delay = std::min<Duration>(ttl / 20, 250ms);
   if (ttl < k_min_ttl) {
     return Expected<LeaseTiming>::failure(
-        "--ttl " + format_seconds(ttl)
+        names.ttl + " " + format_seconds(ttl)
         + " is too short to renew safely (at least " + format_seconds(k_min_ttl)
         + ")");
   }
@@ -43,9 +45,9 @@ make_timing(Duration ttl, std::optional<Duration> kill_after) {
   if (timing.kill_after > limit) {
     const std::string allowed = limit > Duration::zero()
                                     ? "must be under " + format_seconds(limit)
-                                    : "use a longer --ttl";
+                                    : "use a longer " + names.ttl;
     return Expected<LeaseTiming>::failure(
-        "--kill-after " + format_seconds(timing.kill_after)
+        names.kill_after + " " + format_seconds(timing.kill_after)
         + " leaves no time to renew a " + format_seconds(ttl) + " lease ("
         + allowed + ")");
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace rlock::lock {
 
@@ -53,11 +54,18 @@ inline constexpr Duration k_min_ttl = std::chrono::milliseconds(100);
 // Returns the default --kill-after for a TTL: ttl/6, at most 10s.
 Duration default_kill_after(Duration ttl);
 
-// Returns the timing for `ttl` and an optional --kill-after, or the reason the
+// How a refusal names the two settings; cli/ gives its option names.
+struct TimingNames {
+  std::string ttl = "the TTL";
+  std::string kill_after = "the kill-after";
+};
+
+// Returns the timing for `ttl` and an optional kill-after, or the reason the
 // combination cannot be safe: the TTL is under 100ms, or the kill would come
 // before the first renewal had time to extend the lease (it must be
 // kill_after + margin <= ttl/2).
 Expected<LeaseTiming> make_timing(Duration ttl,
-                                  std::optional<Duration> kill_after);
+                                  std::optional<Duration> kill_after,
+                                  const TimingNames& names = {});
 
 } // namespace rlock::lock

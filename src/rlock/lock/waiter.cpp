@@ -1,5 +1,5 @@
 #include <rlock/lock/waiter.hpp>
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
 #include <rlock/util/log.hpp>
@@ -86,7 +86,7 @@ private:
 
   BootTime now() const;
   std::optional<WaitOutcome> wait(WaitOutcome& outcome, bool& ask);
-  std::optional<WaitOutcome> recover(const redis::TransientError& error,
+  std::optional<WaitOutcome> recover(const redis::Failure& error,
                                      WaitOutcome& outcome);
   std::optional<Delay> next_delay(const AcquireAttempt& attempt);
   void report(const AcquireAttempt& attempt);
@@ -133,7 +133,10 @@ Waiter::run() {
       if (auto end = wait(outcome, ask)) {
         return *end;
       }
-    } catch (const redis::TransientError& error) {
+    } catch (const redis::Failure& error) {
+      if (!redis::may_pass(error)) {
+        throw;
+      }
       if (auto end = recover(error, outcome)) {
         return *end;
       }
@@ -188,12 +191,12 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
 // works (nothing: go on waiting), the deadline passes (the error goes on)
 // or a signal comes (the outcome says so).
 std::optional<WaitOutcome>
-Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
+Waiter::recover(const redis::Failure& error, WaitOutcome& outcome) {
   log::warning(std::string(error.what()) + "; still waiting, reconnecting");
   outcome.uncertain = true;
   m_wakeups.reset();
   m_store.disconnect();
-  redis::TransientError last = error;
+  redis::Failure last = error;
   Duration backoff = k_first_retry;
   for (int tries = 1;; ++tries) {
     Duration delay = jittered(backoff);
@@ -216,7 +219,10 @@ Waiter::recover(const redis::TransientError& error, WaitOutcome& outcome) {
       log::info("reconnected to Redis after " + std::to_string(tries)
                 + (tries == 1 ? " try" : " tries"));
       return std::nullopt;
-    } catch (const redis::TransientError& again) {
+    } catch (const redis::Failure& again) {
+      if (!redis::may_pass(again)) {
+        throw;
+      }
       log::info(std::string(again.what()) + "; trying again");
       last = again;
     }

@@ -1,7 +1,7 @@
 #include <rlock/proc/child.hpp>
 #include <rlock/proc/exit_status.hpp>
+#include <rlock/proc/shell_status.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/text.hpp>
 
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
@@ -70,7 +71,7 @@ exec_child(char** argv,
   // group.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) {
-    _exit(exit_code::k_os_error);
+    _exit(EXIT_FAILURE); // not seen: rlock is gone or gave up
   }
   // Wait for the go: one byte. EOF means rlock gave up on the command.
   char go = 0;
@@ -78,13 +79,13 @@ exec_child(char** argv,
   while ((n = read(go_fd, &go, 1)) < 0 && errno == EINTR) {
   }
   if (n != 1) {
-    _exit(exit_code::k_os_error);
+    _exit(EXIT_FAILURE); // not seen: rlock is gone or gave up
   }
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   execvpe(argv[0], argv, envp);
   const int error = errno;
   [[maybe_unused]] const auto written = write(error_fd, &error, sizeof(error));
-  _exit(error == ENOENT ? exit_code::k_not_found : exit_code::k_cannot_execute);
+  _exit(error == ENOENT ? k_shell_not_found : k_shell_not_executable);
 }
 
 // Waits for the exec in the child: returns 0 when it succeeded, else errno.
@@ -175,8 +176,8 @@ Child::start() {
   m_exec_error.reset();
   if (error != 0) {
     finish();
-    throw Error(error == ENOENT ? exit_code::k_not_found
-                                : exit_code::k_cannot_execute,
+    throw Error(error == ENOENT ? ErrorKind::not_found
+                                : ErrorKind::not_executable,
                 "cannot run " + quote(m_program) + ": " + std::strerror(error));
   }
 }
@@ -194,8 +195,7 @@ Child::exit_code() {
   const int flags = WEXITED | WSTOPPED | WNOHANG | WNOWAIT;
   if (waitid(P_PID, static_cast<id_t>(m_pid), &info, flags) != 0) {
     // Reaped by someone else (SIGCHLD ignored): gone, its status with it.
-    return errno == ECHILD ? std::optional(exit_code::k_os_error)
-                           : std::nullopt;
+    return errno == ECHILD ? std::optional(k_status_unknown) : std::nullopt;
   }
   if (info.si_pid == 0) {
     return std::nullopt;
@@ -264,7 +264,7 @@ Child::finish() {
   }
   m_pid = -1;
   if (reaped < 0) {
-    return exit_code::k_os_error; // reaped by someone else: status unknown
+    return k_status_unknown; // reaped by someone else
   }
   m_termination_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return exit_code_of_wait_status(status);

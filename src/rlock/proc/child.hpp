@@ -25,11 +25,11 @@ class Child {
 public:
   // Forks the child into its group, where it waits before the exec until
   // start(): the caller can arm what guards the command and check that the
-  // command may still run. Throws Error with exit code 71 (fork failed).
+  // command may still run. Throws Error (system: fork failed).
   static Child spawn(const ChildSpec& spec);
 
   // Lets the child exec; returns once the exec succeeded. Throws Error with
-  // exit code 127 (not found) or 126 (not executable), the child reaped.
+  // not_found or not_executable, the child reaped.
   void start();
 
   Child(Child&& other) noexcept;
@@ -48,7 +48,7 @@ public:
 
   // Returns the child's exit code once it has exited (128+N for signal N),
   // without reaping it; nothing while it runs. Handles terminal stops. A
-  // child reaped by someone else (ECHILD) has exited, with status 71.
+  // child reaped by someone else (ECHILD) has exited, with k_status_unknown.
   std::optional<int> exit_code();
 
   // True after a job-control stop (Ctrl-Z, fg) once rlock runs again: the

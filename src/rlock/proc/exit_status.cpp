@@ -1,5 +1,5 @@
 #include <rlock/proc/exit_status.hpp>
-#include <rlock/util/exit_codes.hpp>
+#include <rlock/proc/shell_status.hpp>
 
 #include <sys/wait.h>
 
@@ -8,7 +8,7 @@ namespace rlock::proc {
 int
 exit_code_of_wait_status(int wait_status) {
   if (WIFSIGNALED(wait_status)) {
-    return exit_code::k_signal_base + WTERMSIG(wait_status);
+    return k_shell_signal_base + WTERMSIG(wait_status);
   }
   return WEXITSTATUS(wait_status);
 }
@@ -16,7 +16,7 @@ exit_code_of_wait_status(int wait_status) {
 int
 exit_code_of_siginfo(int code, int status) {
   if (code == CLD_KILLED || code == CLD_DUMPED) {
-    return exit_code::k_signal_base + status;
+    return k_shell_signal_base + status;
   }
   return status & 0xFF;
 }

@@ -2,8 +2,8 @@
 
 namespace rlock::proc {
 
-// Returns the exit code rlock passes on for a waitpid(2) status: the child's
-// own code, or 128+N when it died of signal N.
+// Returns a shell's status for a waitpid(2) status: the child's own code,
+// or 128+N when it died of signal N.
 int exit_code_of_wait_status(int wait_status);
 
 // Returns the exit code for waitid(2)'s si_code and si_status, as above.

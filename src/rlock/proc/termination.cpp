@@ -1,5 +1,5 @@
+#include <rlock/proc/shell_status.hpp>
 #include <rlock/proc/termination.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -35,7 +35,7 @@ die_by_signal(int signal) {
   sigaddset(&set, signal);
   sigprocmask(SIG_UNBLOCK, &set, nullptr);
   raise(signal);
-  _exit(exit_code::k_signal_base + signal);
+  _exit(k_shell_signal_base + signal);
 }
 
 } // namespace rlock::proc

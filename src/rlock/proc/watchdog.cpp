@@ -2,7 +2,6 @@
 #include <rlock/proc/process_title.hpp>
 #include <rlock/proc/watchdog.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -164,7 +163,7 @@ watch(int pipe_fd,
 void
 require_single_thread() {
   if (numeric_entries("/proc/self/task").size() > 1) {
-    throw Error(exit_code::k_os_error,
+    throw Error(ErrorKind::system,
                 "internal error: the watchdog must be started before any "
                 "thread");
   }

@@ -1,7 +1,6 @@
 #include <rlock/redis/connection.hpp>
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/text.hpp>
 
 #include <utility>
@@ -11,8 +10,8 @@ namespace rlock::redis {
 namespace {
 
 [[noreturn]] void
-unavailable(const std::string& message) {
-  throw Error(exit_code::k_unavailable, message);
+fail_with(FailureKind kind, const std::string& message) {
+  throw Failure(kind, message);
 }
 
 std::unique_ptr<Stream>
@@ -36,23 +35,18 @@ connect_stream(const Endpoint& endpoint, const ConnectOptions& options) {
   return std::make_unique<PlainStream>(std::move(socket), endpoint.address());
 }
 
-// The error replies of a server that cannot serve yet but soon may.
-bool
-is_transient(const std::string& error) {
-  for (const char* prefix : {"LOADING",
-                             "BUSY",
-                             "MASTERDOWN",
-                             "TRYAGAIN",
-                             "READONLY",
-                             "ERR max number of clients reached"}) {
-    if (error.starts_with(prefix)) {
-      return true;
-    }
-  }
-  return false;
+std::string&
+password_sources() {
+  static std::string sources = "a password file, the environment or the URL";
+  return sources;
 }
 
 } // namespace
+
+void
+set_password_sources(const std::string& sources) {
+  password_sources() = sources;
+}
 
 Connection::Connection(std::unique_ptr<Stream> stream, Endpoint endpoint)
     : m_stream(std::move(stream)), m_endpoint(std::move(endpoint)) {
@@ -76,11 +70,12 @@ Connection::log_in() {
     auth.push_back(m_endpoint.password);
     const auto reply = command(auth);
     if (reply.is_error()) {
-      unavailable("Redis at " + address() + " refused the password"
-                  + (m_endpoint.user.empty()
-                         ? std::string()
-                         : " for user " + quote(m_endpoint.user))
-                  + ": " + reply.text);
+      fail_with(FailureKind::auth_refused,
+                "Redis at " + address() + " refused the password"
+                    + (m_endpoint.user.empty()
+                           ? std::string()
+                           : " for user " + quote(m_endpoint.user))
+                    + ": " + reply.text);
     }
   }
   if (m_endpoint.db != 0) {
@@ -162,11 +157,12 @@ Connection::read_more(bool block) {
   try {
     m_reader.feed(m_input);
   } catch (const ReplyTooLarge& error) {
-    throw TransientError("reply from " + address()
-                         + " too large: " + error.what());
+    throw Failure(FailureKind::not_redis,
+                  "reply from " + address() + " too large: " + error.what());
   } catch (const ProtocolError& error) {
-    throw TransientError(address() + " does not speak the Redis protocol ("
-                         + error.what() + ")");
+    throw Failure(FailureKind::not_redis,
+                  address() + " does not speak the Redis protocol ("
+                      + error.what() + ")");
   }
 }
 
@@ -175,8 +171,9 @@ Connection::take_parsed_reply() {
   try {
     return m_reader.next();
   } catch (const ProtocolError& error) {
-    throw TransientError(address() + " does not speak the Redis protocol ("
-                         + error.what() + ")");
+    throw Failure(FailureKind::not_redis,
+                  address() + " does not speak the Redis protocol ("
+                      + error.what() + ")");
   }
 }
 
@@ -204,21 +201,20 @@ throw_if_error(const Reply& reply, const std::string& what) {
     // error before any NOAUTH.
     if (error.starts_with("NOAUTH")
         || error.find("Protocol error: unauthenticated") != std::string::npos) {
-      unavailable(what + ": the server wants a password (give it with "
-                  + "--password-file, $RLOCK_PASSWORD or the URL): " + error);
+      fail_with(FailureKind::auth_refused,
+                what + ": the server wants a password (give it with "
+                    + password_sources() + "): " + error);
     }
-    if (is_transient(error)) {
-      throw TransientError(what + ": " + error);
-    }
-    unavailable(what + ": " + error);
+    throw_server_error(what, error);
   }
 }
 
 long long
 integer_of(const Reply& reply, const std::string& what) {
   if (reply.type != Reply::Type::integer) {
-    unavailable(what + ": unexpected reply type "
-                + std::to_string(static_cast<int>(reply.type)));
+    fail_with(FailureKind::unexpected_reply,
+              what + ": unexpected reply type "
+                  + std::to_string(static_cast<int>(reply.type)));
   }
   return reply.integer;
 }
@@ -229,8 +225,9 @@ string_of(const Reply& reply, const std::string& what) {
     return {};
   }
   if (reply.type != Reply::Type::string && reply.type != Reply::Type::status) {
-    unavailable(what + ": unexpected reply type "
-                + std::to_string(static_cast<int>(reply.type)));
+    fail_with(FailureKind::unexpected_reply,
+              what + ": unexpected reply type "
+                  + std::to_string(static_cast<int>(reply.type)));
   }
   return reply.text;
 }

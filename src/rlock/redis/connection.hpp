@@ -91,6 +91,10 @@ private:
   std::optional<BootTime> m_server_started;
 };
 
+// Sets how a refusal for want of a password says where one can be given;
+// cli/ names its options. Call before any connection.
+void set_password_sources(const std::string& sources);
+
 // Throws Error (unavailable) when `reply` is an error reply: "<what>: <error>".
 void throw_if_error(const Reply& reply, const std::string& what);
 

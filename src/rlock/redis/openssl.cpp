@@ -1,6 +1,6 @@
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/openssl.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <dlfcn.h>
 
@@ -75,9 +75,9 @@ const OpenSsl&
 openssl() {
   const auto& result = loaded();
   if (!result.error.empty()) {
-    throw Error(exit_code::k_unavailable,
-                "TLS needs OpenSSL's libssl, which cannot be loaded: "
-                    + result.error);
+    throw Failure(FailureKind::tls_failed,
+                  "TLS needs OpenSSL's libssl, which cannot be loaded: "
+                      + result.error);
   }
   return result.api;
 }

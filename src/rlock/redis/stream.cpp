@@ -1,4 +1,4 @@
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/stream.hpp>
 
 #include <netdb.h>
@@ -21,8 +21,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void
-unavailable(const std::string& message) {
-  throw TransientError(message);
+fail_with(FailureKind kind, const std::string& message) {
+  throw Failure(kind, message);
 }
 
 // Waits for `events` on `fd` for at most `timeout`; false when it ran out.
@@ -41,7 +41,8 @@ poll_for(int fd, short events, Duration timeout) {
       return true;
     }
     if (ready < 0 && errno != EINTR) {
-      unavailable("poll failed: " + std::string(std::strerror(errno)));
+      fail_with(FailureKind::closed,
+                "poll failed: " + std::string(std::strerror(errno)));
     }
   }
 }
@@ -102,10 +103,12 @@ Stream::write_all(std::string_view data, Duration timeout) {
     if (io == Io::done) {
       data.remove_prefix(count);
     } else if (io == Io::end_of_stream) {
-      unavailable("connection to " + m_address + " closed by the server");
+      fail_with(FailureKind::closed,
+                "connection to " + m_address + " closed by the server");
     } else if (!wait_for(io, timeout)) {
-      unavailable("cannot send to " + m_address + ": no progress within "
-                  + format_seconds(timeout));
+      fail_with(FailureKind::timed_out,
+                "cannot send to " + m_address + ": no progress within "
+                    + format_seconds(timeout));
     }
   }
 }
@@ -127,12 +130,14 @@ Stream::read_into(std::string& buffer, bool block, Duration timeout) {
       if (total > 0) {
         return total; // the next read reports the end
       }
-      unavailable("connection to " + m_address + " closed by the server");
+      fail_with(FailureKind::closed,
+                "connection to " + m_address + " closed by the server");
     } else if (total > 0 || !block) {
       return total;
     } else if (!wait_for(io, timeout)) {
-      unavailable("no reply from " + m_address + " within "
-                  + format_seconds(timeout));
+      fail_with(FailureKind::timed_out,
+                "no reply from " + m_address + " within "
+                    + format_seconds(timeout));
     }
   }
 }
@@ -145,7 +150,8 @@ Stream::wait_for(Io io, Duration timeout) const {
 
 void
 Stream::fail(const std::string& detail) const {
-  unavailable("connection to " + m_address + " failed: " + detail);
+  fail_with(FailureKind::closed,
+            "connection to " + m_address + " failed: " + detail);
 }
 
 Stream::Io
@@ -202,9 +208,10 @@ connect_tcp(const std::string& host,
   const int status =
       ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (status != 0) {
-    unavailable("cannot connect to " + address + ": "
-                + (status == EAI_SYSTEM ? std::strerror(errno)
-                                        : ::gai_strerror(status)));
+    fail_with(FailureKind::refused,
+              "cannot connect to " + address + ": "
+                  + (status == EAI_SYSTEM ? std::strerror(errno)
+                                          : ::gai_strerror(status)));
   }
   const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(
       found, &::freeaddrinfo);
@@ -226,8 +233,9 @@ connect_tcp(const std::string& host,
     }
     error = failure;
   }
-  unavailable("cannot connect to " + address + ": "
-              + connect_failure(error, timeout));
+  fail_with(FailureKind::refused,
+            "cannot connect to " + address + ": "
+                + connect_failure(error, timeout));
 }
 
 UniqueFd
@@ -235,15 +243,16 @@ connect_unix(const std::string& path, Duration timeout) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof address.sun_path) {
-    throw Error(exit_code::k_unavailable,
-                "cannot connect to " + path + ": the path is too long");
+    fail_with(FailureKind::bad_address,
+              "cannot connect to " + path + ": the path is too long");
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   auto [socket, failure] = connect_to(
       AF_UNIX, reinterpret_cast<sockaddr*>(&address), sizeof address, timeout);
   if (failure != 0) {
-    unavailable("cannot connect to " + path + ": "
-                + connect_failure(failure, timeout));
+    fail_with(FailureKind::refused,
+              "cannot connect to " + path + ": "
+                  + connect_failure(failure, timeout));
   }
   return std::move(socket);
 }

@@ -1,6 +1,6 @@
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <poll.h>
 
@@ -60,8 +60,8 @@ void
 check_subscribed(const Reply& reply, const std::string& address) {
   throw_if_error(reply, "cannot subscribe on " + address);
   if (!is_push(reply, "subscribe")) {
-    throw Error(exit_code::k_unavailable,
-                "unexpected reply to SUBSCRIBE from " + address);
+    throw Failure(FailureKind::unexpected_reply,
+                  "unexpected reply to SUBSCRIBE from " + address);
   }
 }
 

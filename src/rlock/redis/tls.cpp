@@ -1,8 +1,7 @@
-#include <rlock/redis/errors.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/openssl.hpp>
 #include <rlock/redis/tls.hpp>
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -58,7 +57,7 @@ take_openssl_error() {
 
 [[noreturn]] void
 bad_file(const std::string& option, const std::string& file) {
-  throw Error(exit_code::k_usage,
+  throw Error(ErrorKind::bad_input,
               option + " " + quote(file) + ": " + take_openssl_error());
 }
 
@@ -66,7 +65,7 @@ ContextPtr
 make_context(const TlsOptions& options) {
   ContextPtr context(api().SSL_CTX_new(api().TLS_client_method()));
   if (!context) {
-    throw Error(exit_code::k_os_error,
+    throw Error(ErrorKind::system,
                 "cannot set up TLS: " + take_openssl_error());
   }
   api().SSL_CTX_ctrl(
@@ -87,7 +86,7 @@ make_context(const TlsOptions& options) {
     if (api().SSL_CTX_load_verify_locations(
             context.get(), options.ca_file.c_str(), nullptr)
         != 1) {
-      bad_file("--tls-ca", options.ca_file);
+      bad_file(options.names.ca, options.ca_file);
     }
   } else if (api().SSL_CTX_set_default_verify_paths(context.get()) != 1) {
     api().ERR_clear_error(); // no system CAs: verification fails later, saying
@@ -97,15 +96,15 @@ make_context(const TlsOptions& options) {
     if (api().SSL_CTX_use_certificate_chain_file(context.get(),
                                                  options.cert_file.c_str())
         != 1) {
-      bad_file("--tls-cert", options.cert_file);
+      bad_file(options.names.cert, options.cert_file);
     }
     if (api().SSL_CTX_use_PrivateKey_file(
             context.get(), options.key_file.c_str(), SSL_FILETYPE_PEM)
         != 1) {
-      bad_file("--tls-key", options.key_file);
+      bad_file(options.names.key, options.key_file);
     }
     if (api().SSL_CTX_check_private_key(context.get()) != 1) {
-      bad_file("--tls-key", options.key_file);
+      bad_file(options.names.key, options.key_file);
     }
   }
   return context;
@@ -174,9 +173,10 @@ public:
       if (io != Io::done
           && !wait_for(io, deadline - std::chrono::steady_clock::now())) {
         // A busy or restarting server may answer the next time.
-        throw TransientError("TLS handshake with " + address()
-                             + " failed: no answer within "
-                             + format_seconds(timeout));
+        throw Failure(FailureKind::timed_out,
+                      "TLS handshake with " + address()
+                          + " failed: no answer within "
+                          + format_seconds(timeout));
       }
     }
   }
@@ -245,8 +245,8 @@ private:
 
   [[noreturn]] void
   handshake_failed(const std::string& reason) const {
-    throw Error(exit_code::k_unavailable,
-                "TLS handshake with " + address() + " failed: " + reason);
+    throw Failure(FailureKind::tls_failed,
+                  "TLS handshake with " + address() + " failed: " + reason);
   }
 
   // With TLS 1.3 a server that wants a client certificate says so after
@@ -274,17 +274,10 @@ start_tls(UniqueFd socket,
           const std::string& address,
           const TlsOptions& options,
           Duration timeout) {
-  if (options.insecure) {
-    static std::once_flag warned;
-    std::call_once(warned, [] {
-      log::warning("--tls-insecure: the server's certificate is not "
-                   "verified; anyone on the path can pose as it");
-    });
-  }
   auto context = make_context(options);
   SessionPtr ssl(api().SSL_new(context.get()));
   if (!ssl || api().SSL_set_fd(ssl.get(), socket.get()) != 1) {
-    throw Error(exit_code::k_os_error,
+    throw Error(ErrorKind::system,
                 "cannot set up TLS: " + take_openssl_error());
   }
   set_server_name(ssl.get(),

@@ -18,11 +18,18 @@ struct TlsOptions {
   std::string key_file;    // --tls-key: its private key (PEM)
   std::string server_name; // --tls-server-name
   bool insecure = false;   // --tls-insecure
+  // How messages name each file: the command line's option names, given by
+  // cli/.
+  struct FileNames {
+    std::string ca = "the CA file";
+    std::string cert = "the client certificate";
+    std::string key = "the client key";
+  } names;
 };
 
 // Performs the TLS handshake on a connected socket within `timeout` and
 // returns the encrypted stream. Throws Error (unavailable) "TLS handshake with
-// ADDRESS failed: REASON", or Error (usage) naming the option of a
+// ADDRESS failed: REASON", or Error (bad_input) naming (by `names`) a
 // certificate or key file that cannot be used.
 std::unique_ptr<Stream> start_tls(UniqueFd socket,
                                   const std::string& host,

@@ -1,5 +1,4 @@
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -8,12 +7,12 @@ namespace rlock {
 
 void
 throw_errno(const std::string& what) {
-  throw Error(exit_code::k_os_error, what + ": " + std::strerror(errno));
+  throw Error(ErrorKind::system, what + ": " + std::strerror(errno));
 }
 
 void
 throw_usage(const std::string& message) {
-  throw Error(exit_code::k_usage, message);
+  throw Error(ErrorKind::bad_input, message);
 }
 
 } // namespace rlock

@@ -5,27 +5,38 @@
 
 namespace rlock {
 
-// The one error type: a one-line message for stderr and the exit code that
-// goes with it. Thrown from setup code, caught once in main().
+// What kind of thing failed. Lower layers say which; cli/ alone turns a kind
+// into an exit code (cli/exit_codes.hpp).
+enum class ErrorKind {
+  bad_input,      // a value given to rlock: an option, NAME, URL or file
+  unavailable,    // the servers could not be reached or refused a step
+  system,         // a system call failed
+  output,         // output could not be written
+  not_found,      // the command to run was not found
+  not_executable, // the command to run was found but could not be executed
+};
+
+// The one error type: a one-line message for stderr and what kind of thing
+// failed. Thrown from setup code, caught once in main().
 class Error : public std::runtime_error {
 public:
-  Error(int exit_code, const std::string& message)
-      : std::runtime_error(message), m_exit_code(exit_code) {
+  Error(ErrorKind kind, const std::string& message)
+      : std::runtime_error(message), m_kind(kind) {
   }
 
-  int
-  exit_code() const {
-    return m_exit_code;
+  ErrorKind
+  kind() const {
+    return m_kind;
   }
 
 private:
-  int m_exit_code;
+  ErrorKind m_kind;
 };
 
-// Throws Error(k_os_error, "<what>: <strerror(errno)>") for a failed libc call.
+// Throws Error(system, "<what>: <strerror(errno)>") for a failed libc call.
 [[noreturn]] void throw_errno(const std::string& what);
 
-// Throws Error(k_usage, message).
+// Throws Error(bad_input, message).
 [[noreturn]] void throw_usage(const std::string& message);
 
 } // namespace rlock

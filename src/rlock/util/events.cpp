@@ -30,8 +30,7 @@ open(const std::string& path) {
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw_usage("--events: cannot open " + quote(path) + ": "
-                + std::strerror(errno));
+    throw_usage("cannot open " + quote(path) + ": " + std::strerror(errno));
   }
   g_fd = fd;
 }

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <rlock/util/error.hpp>
-#include <rlock/util/exit_codes.hpp>
 
 #include <optional>
 #include <string>
@@ -50,7 +49,7 @@ template <typename T>
 T
 value_or_usage_error(const Expected<T>& result, const std::string& option) {
   if (!result) {
-    throw Error(exit_code::k_usage, option + ": " + result.error());
+    throw Error(ErrorKind::bad_input, option + ": " + result.error());
   }
   return result.value();
 }

@@ -12,6 +12,8 @@
 //  127  COMMAND not found
 #pragma once
 
+#include <rlock/util/error.hpp>
+
 namespace rlock::exit_code {
 
 inline constexpr int k_success = 0;
@@ -25,5 +27,25 @@ inline constexpr int k_not_acquired = 75;
 inline constexpr int k_cannot_execute = 126;
 inline constexpr int k_not_found = 127;
 inline constexpr int k_signal_base = 128;
+
+// Returns the exit code for an error of `kind`.
+constexpr int
+for_error(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::bad_input:
+    return k_usage;
+  case ErrorKind::unavailable:
+    return k_unavailable;
+  case ErrorKind::system:
+    return k_os_error;
+  case ErrorKind::output:
+    return k_io_error;
+  case ErrorKind::not_found:
+    return k_not_found;
+  case ErrorKind::not_executable:
+    return k_cannot_execute;
+  }
+  return k_os_error;
+}
 
 } // namespace rlock::exit_code

@@ -1,0 +1,42 @@
+#include <rlock/redis/failure.hpp>
+
+namespace rlock::redis {
+
+std::string
+server_code_of(std::string_view error) {
+  return std::string(error.substr(0, error.find(' ')));
+}
+
+bool
+may_pass(const Failure& failure) {
+  switch (failure.failure_kind()) {
+  case FailureKind::refused:
+  case FailureKind::timed_out:
+  case FailureKind::closed:
+  case FailureKind::not_redis:
+    return true;
+  case FailureKind::server_error: {
+    const auto& code = failure.server_code();
+    return code == "LOADING" || code == "BUSY" || code == "MASTERDOWN"
+           || code == "TRYAGAIN" || code == "READONLY"
+           || (code == "ERR"
+               && std::string_view(failure.what())
+                          .find("max number of clients reached")
+                      != std::string_view::npos);
+  }
+  case FailureKind::auth_refused:
+  case FailureKind::tls_failed:
+  case FailureKind::unexpected_reply:
+  case FailureKind::bad_address:
+    return false;
+  }
+  return false;
+}
+
+void
+throw_server_error(const std::string& what, const std::string& error) {
+  throw Failure(
+      FailureKind::server_error, what + ": " + error, server_code_of(error));
+}
+
+} // namespace rlock::redis

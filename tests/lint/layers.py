@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The layering rules of src/ (ARCHITECTURE.md), checked file by file.
+
+    tests/lint/layers.py [SRC_DIR]      (default: src)
+
+Modules depend one way: cli may include lock, redis, proc and util; lock
+may include redis and util; redis and proc only util; util nothing of
+rlock's. Besides:
+  - no hiredis header outside src/rlock/redis/;
+  - below cli/ (lock, redis, proc, util): no exit code (`exit_code::` or
+    cli/exit_codes.hpp) and no message that starts with a command-line
+    option's name (a string literal like "--ttl ..."): lower layers say what
+    failed, cli/ chooses the code and names the option.
+Prints `file:line: rule` for each violation; exits 1 if there is any.
+"""
+import pathlib
+import re
+import sys
+
+ALLOWED = {
+    "cli": {"cli", "lock", "redis", "proc", "util"},
+    "lock": {"lock", "redis", "util"},
+    "redis": {"redis", "util"},
+    "proc": {"proc", "util"},
+    "util": {"util"},
+}
+LOWER = {"lock", "redis", "proc", "util"}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+OPTION_LITERAL = re.compile(r'"--[a-z]')
+EXIT_CODE = re.compile(r"\bexit_code::")
+
+
+def strip_comment(line):
+    """The line without a // comment (string literals holding // aside)."""
+    in_string = False
+    escaped = False
+    for i, c in enumerate(line):
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c == '"':
+            in_string = not in_string
+        elif not in_string and line.startswith("//", i):
+            return line[:i]
+    return line
+
+
+def module_of(path, src):
+    parts = path.relative_to(src).parts
+    if len(parts) >= 3 and parts[0] == "rlock":
+        return parts[1]
+    return None  # main.cpp and the like: the top, may include anything
+
+
+def check_file(path, src):
+    problems = []
+    module = module_of(path, src)
+    for number, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        line = strip_comment(raw)
+        where = f"{path}:{number}"
+        include = INCLUDE.match(line)
+        if include:
+            target = include.group(1)
+            if target.startswith("hiredis/") and module != "redis":
+                problems.append(f"{where}: hiredis header outside redis/: {target}")
+            if target.startswith("rlock/") and module is not None:
+                used = target.split("/")[1]
+                if used in ALLOWED and used not in ALLOWED[module]:
+                    problems.append(
+                        f"{where}: {module}/ may not include {used}/ ({target}):"
+                        " modules depend one way, down")
+                if module in LOWER and target == "rlock/cli/exit_codes.hpp":
+                    problems.append(f"{where}: exit code below cli/: {target}")
+            continue
+        if module not in LOWER:
+            continue
+        if EXIT_CODE.search(line):
+            problems.append(f"{where}: exit code below cli/: {raw.strip()}")
+        if OPTION_LITERAL.search(line):
+            problems.append(
+                f"{where}: option name below cli/ (cli/ names options): "
+                f"{raw.strip()}")
+    return problems
+
+
+def main():
+    src = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "src")
+    problems = []
+    for path in sorted(src.rglob("*")):
+        if path.suffix in (".cpp", ".hpp", ".in", ".h") and path.is_file():
+            problems += check_file(path, src)
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
