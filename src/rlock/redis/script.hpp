@@ -16,17 +16,6 @@ struct Script {
   std::string_view sha1;
 };
 
-// The scripts of the lock protocol (see their headers for KEYS and ARGV).
-extern const Script k_acquire_script;
-extern const Script k_renew_script;
-extern const Script k_release_script;
-extern const Script k_leave_script;
-extern const Script k_check_script;
-extern const Script k_force_release_script;
-extern const Script k_peek_script;
-extern const Script k_slot_script;
-extern const Script k_mark_slot_script;
-
 // Runs `script` with EVALSHA, and with EVAL when the server answers NOSCRIPT
 // (after a restart or SCRIPT FLUSH), which also caches it again. Returns the
 // reply, which may be an error reply; throws as Connection::command() does.
@@ -36,3 +25,7 @@ Reply run_script(Connection& connection,
                  const std::vector<std::string>& args);
 
 } // namespace rlock::redis
+
+// The scripts of the lock protocol, k_NAME_script for each scripts/NAME.lua
+// (see their headers for KEYS and ARGV).
+#include <rlock/redis/scripts.hpp>
