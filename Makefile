@@ -15,7 +15,10 @@
 #   make dist         build/rlock-VERSION.tar.gz, the committed tree (git archive)
 #   make check-packaging  build, install and remove the .deb (root); parse the
 #                     RPM spec and the Homebrew formula
-#   make check-format / make format / make lint
+#   make check-format / make format
+#   make lint         shellcheck on every shell file; the layering rules
+#                     (tests/lint/layers.py, ARCHITECTURE.md), after a test
+#                     that each rule catches a planted violation
 #   make install PREFIX=/usr/local DESTDIR=
 
 BUILD_DIR ?= build
@@ -40,9 +43,7 @@ VERSION := $(shell sed -nE 's/^project.rlock VERSION ([0-9.]+).*/\1/p' CMakeList
 CI_PACKAGES = clang clang-format shellcheck mandoc
 
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
-SHELL_FILES = tests/lib/redis.bash tests/lib/with-redis.sh tests/demo.sh \
-  completions/rlock.bash packaging/install-deps .ci/run tests/packaging/deb.sh \
-  tests/fuzz/run tests/soak/run
+SHELL_FILES = $(shell tests/lint/shell-files)
 
 .PHONY: all build test demo asan clang check-format format lint install clean \
   bench deb dist check-packaging fuzz tsan soak
@@ -112,7 +113,9 @@ format:
 
 lint:
 	@packaging/install-deps shellcheck mandoc scdoc
-	shellcheck -s bash $(SHELL_FILES) tests/cli/*.bats tests/cli/*.bash
+	shellcheck -s bash $(SHELL_FILES)
+	tests/lint/test_layers.sh
+	python3 tests/lint/layers.py src
 	scdoc < man/rlock.1.scd > $(BUILD_DIR)/rlock.1.lint
 	mandoc -T lint -W warning $(BUILD_DIR)/rlock.1.lint
 
