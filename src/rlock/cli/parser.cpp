@@ -1,3 +1,4 @@
+#include <rlock/cli/commands.hpp>
 #include <rlock/cli/parser.hpp>
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/proc/signals.hpp>
@@ -32,19 +33,6 @@ const std::map<std::string, Action, std::less<>> k_steps{
     {"wait", Action::wait},
 };
 
-const std::map<Action, std::string> k_step_footers{
-    {Action::acquire,
-     "Exit: 0 acquired (token on stdout), 75 not acquired (-E), 69 Redis\n"
-     "unavailable. Example: eval \"$(rlock acquire --env NAME)\""},
-    {Action::extend, "Exit: 0 extended, 1 not held by that token."},
-    {Action::release,
-     "Exit: 0 released, 1 not held by that token (or free, with --force)."},
-    {Action::check,
-     "Exit: 0 the token holds the lock with at least --min-validity left,\n"
-     "1 otherwise."},
-    {Action::wait, "Exit: 0 the lock is free, 75 -w ran out (-E)."},
-};
-
 // True when `option` ("-t", "--ttl") takes a value in `app`, so that the
 // split before NAME can skip it. CLI11's own table decides: flags have no
 // value.
@@ -66,35 +54,24 @@ add_optional(CLI::App& app,
 
 bool
 is_subcommand(std::string_view word) {
-  return word == "status" || word == "doctor" || k_steps.contains(word);
+  return find_command(word) != nullptr;
 }
-
-const std::map<std::string, std::string, std::less<>> k_usage{
-    {"status",
-     "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
-     "[NAME...]"},
-    {"acquire", "rlock acquire [-n|-w D] [-t D] [--fair] [--json|--env] NAME"},
-    {"extend", "rlock extend [--token T] [-t D] NAME"},
-    {"release", "rlock release [--token T | --force] NAME"},
-    {"check", "rlock check [--token T] [--min-validity D] NAME"},
-    {"wait", "rlock wait [-w D] NAME"},
-    {"doctor", "rlock doctor [-t D] [--json]"},
-};
 
 class Formatter : public CLI::Formatter {
 public:
   std::string
   make_usage(const CLI::App* app, std::string) const override {
     if (app->get_parent() != nullptr) {
-      return "Usage: " + k_usage.at(app->get_name()) + "\n\n";
+      return "Usage: " + std::string(find_command(app->get_name())->usage)
+             + "\n\n";
     }
-    return "Usage: rlock [OPTIONS] NAME COMMAND [ARG...]\n"
-           "       rlock [OPTIONS] NAME -c 'SHELL COMMAND'\n"
-           "       rlock [OPTIONS] -- NAME COMMAND [ARG...]\n"
-           "       rlock acquire|extend|release|check|wait [OPTIONS] NAME\n"
-           "       rlock status [--json] [--url URL] [--prefix P] [NAME...]\n"
-           "       rlock doctor [-t D] [--json] [--url URL]\n"
-           "       rlock --help | --version\n\n";
+    std::string usage = "Usage: rlock [OPTIONS] NAME COMMAND [ARG...]\n"
+                        "       rlock [OPTIONS] NAME -c 'SHELL COMMAND'\n"
+                        "       rlock [OPTIONS] -- NAME COMMAND [ARG...]\n";
+    for (const auto& command : command_table()) {
+      usage += "       " + std::string(command.usage) + "\n";
+    }
+    return usage + "       rlock --help | --version\n\n";
   }
 };
 
@@ -352,25 +329,18 @@ build_app(RawOptions& raw) {
       "Exit: COMMAND's status, 128+N if it died of signal N; 64 usage,\n"
       "69 Redis unavailable, 70 lock lost, 75 not acquired,\n"
       "126/127 COMMAND not executable/not found. See rlock(1).");
-  auto* status = app->add_subcommand("status", "show who holds which lock");
-  status->formatter(app->get_formatter());
-  setup_status(*status, raw);
-  auto* doctor =
-      app->add_subcommand("doctor", "check that Redis keeps locks safe");
-  doctor->formatter(app->get_formatter());
-  setup_doctor(*doctor, raw);
-  const std::map<Action, std::string> descriptions{
-      {Action::acquire, "take the lock for a script; print the token"},
-      {Action::extend, "extend a lock taken with acquire"},
-      {Action::release, "release a lock taken with acquire"},
-      {Action::check, "tell whether the token still holds the lock"},
-      {Action::wait, "wait until the lock is free, without taking it"},
-  };
-  for (const auto& [name, action] : k_steps) {
-    auto* step = app->add_subcommand(name, descriptions.at(action));
-    step->formatter(app->get_formatter());
-    step->footer(k_step_footers.at(action));
-    setup_step(*step, action, raw);
+  for (const auto& command : command_table()) {
+    const std::string name(command.name);
+    auto* sub = app->add_subcommand(name, std::string(command.summary));
+    sub->formatter(app->get_formatter());
+    sub->footer(std::string(command.footer));
+    if (name == "status") {
+      setup_status(*sub, raw);
+    } else if (name == "doctor") {
+      setup_doctor(*sub, raw);
+    } else {
+      setup_step(*sub, k_steps.at(name), raw);
+    }
   }
   return app;
 }
