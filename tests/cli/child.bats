@@ -10,11 +10,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
-setup() { common_setup; }
-teardown() { common_teardown; }
-
 # Prints the four RLOCK_* variables, one per line.
 print_env='printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE"'
 
@@ -22,7 +17,7 @@ print_env='printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE
   run -0 --separate-stderr rl env-name sh -c "$print_env"
   [ "${#lines[@]}" -eq 4 ]
   [ "${lines[0]}" = env-name ]
-  [ "${lines[1]}" = 'rlock:{env-name}' ]
+  [ "${lines[1]}" = "$(lock_key 'env-name')" ]
   [[ ${lines[2]} =~ ^[0-9a-f]{32}$ ]]
   [[ ${lines[3]} =~ ^[0-9]+$ ]]
 }
@@ -44,7 +39,7 @@ print_env='printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE
   [ "${lines[0]}" = pre ]
   [ "${lines[1]}" = 'p:{pre}' ]
   key_absent 'p:{pre}'
-  key_absent 'rlock:{pre}'
+  key_absent "$(lock_key 'pre')"
 }
 
 @test "\$RLOCK_PREFIX gives RLOCK_KEY <prefix>{NAME}" {
@@ -75,7 +70,7 @@ print_env='printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE
   local first second
   run -0 rl fenced sh -c 'echo "$RLOCK_FENCE"'
   first=$output
-  redis_cli del 'rlock:{fenced}' >/dev/null
+  redis_cli del "$(lock_key 'fenced')" >/dev/null
   run -0 rl fenced sh -c 'echo "$RLOCK_FENCE"'
   second=$output
   ((second > first))
@@ -146,25 +141,25 @@ print_env='printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE
 
 @test "the lock key is gone after a successful run" {
   run -0 rl gone sh -c 'test "$(redis-cli -s "$1" exists "$RLOCK_KEY")" = 1' sh "$REDIS_SOCKET"
-  key_absent 'rlock:{gone}'
+  key_absent "$(lock_key 'gone')"
   # At most the last fence stays, for a second after the acquisition.
-  [ "$(redis_cli --scan | grep -cvxF 'rlock:{gone}:fence')" = 0 ]
-  (($(redis_cli pttl 'rlock:{gone}:fence') <= 1000))
+  [ "$(redis_cli --scan | grep -cvxF "$(fence_key 'gone')")" = 0 ]
+  (($(redis_cli pttl "$(fence_key 'gone')") <= 1000))
 }
 
 @test "the lock key is gone after a failed run" {
   run -3 rl gone sh -c 'exit 3'
-  key_absent 'rlock:{gone}'
+  key_absent "$(lock_key 'gone')"
 }
 
 @test "the lock key is gone after the child died of a signal" {
   run -143 rl gone sh -c 'kill -TERM $$'
-  key_absent 'rlock:{gone}'
+  key_absent "$(lock_key 'gone')"
 }
 
 @test "the lock key is gone after 127" {
   run -127 rl gone ./no-such-command
-  key_absent 'rlock:{gone}'
+  key_absent "$(lock_key 'gone')"
 }
 
 @test "the lock can be taken again right after a run" {
@@ -191,7 +186,7 @@ print_env='printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE
   local rlock_pid sh_pid sleep_pid rc=0
   bg "$RLOCK" k9 sh -c 'sleep 100; true'
   rlock_pid=$BG_PID
-  wait_until 10 key_exists 'rlock:{k9}'
+  wait_until 10 key_exists "$(lock_key 'k9')"
   # The child sh is rlock's child; find it, then its sleep.
   find_sh() { sh_pid=$(pgrep -P "$rlock_pid" -x sh); [[ -n $sh_pid ]]; }
   wait_until 10 find_sh

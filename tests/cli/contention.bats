@@ -10,11 +10,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
-setup() { common_setup; }
-teardown() { common_teardown; }
-
 @test "10 processes x 20 runs: no overlap, counter 200, fences increase" {
   local d=$BATS_TEST_TMPDIR/cs
   mkdir "$d"
@@ -61,5 +56,5 @@ EOF
   # In critical-section order, every fence is greater than the one before.
   awk 'NR > 1 && $1 <= prev { print "fence " $1 " after " prev; bad = 1 }
        { prev = $1 } END { exit bad }' "$d/fences"
-  key_absent 'rlock:{contended}'
+  key_absent "$(lock_key 'contended')"
 }

@@ -18,11 +18,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
-setup() { common_setup; }
-teardown() { common_teardown; }
-
 HOUR_MS=3600000
 
 # pttl KEY: PTTL of KEY.
@@ -55,7 +50,7 @@ same_slot() {
 # skipped when the mark differs because an hour boundary passed.
 marked() {
   local got
-  got=$(redis_cli get "rlock:{$1}:once")
+  got=$(redis_cli get "$(once_key "$1")")
   [[ $got == "$2" ]] && return 0
   same_slot "$2" "$HOUR_MS"
   echo "the --once-per mark of $1 is '$got', expected '$2'" >&2
@@ -82,22 +77,22 @@ lines_in() {
   local ttl token
   run -0 --separate-stderr rl --hold 20s nightly true
   [ -z "$output" ]
-  key_exists 'rlock:{nightly}'
-  token=$(redis_cli hget 'rlock:{nightly}' token)
+  key_exists "$(lock_key 'nightly')"
+  token=$(redis_cli hget "$(lock_key 'nightly')" token)
   [[ $token =~ ^[0-9a-f]{32}$ ]]
-  ttl=$(pttl 'rlock:{nightly}')
+  ttl=$(pttl "$(lock_key 'nightly')")
   echo "pttl: $ttl"
   ((ttl > 0 && ttl <= 20000))
   run -75 --separate-stderr rl -n nightly touch ran
   [ ! -e ran ]
   # The kept lock is the first run's, untouched by the second.
-  [ "$(redis_cli hget 'rlock:{nightly}' token)" = "$token" ]
+  [ "$(redis_cli hget "$(lock_key 'nightly')" token)" = "$token" ]
 }
 
 @test "--hold: the kept lease is D minus the time the child ran" {
   local ttl
   run -0 --separate-stderr rl --hold 6s nightly sleep 1
-  ttl=$(pttl 'rlock:{nightly}')
+  ttl=$(pttl "$(lock_key 'nightly')")
   echo "pttl: $ttl"
   # At most 6 s - 1 s (the child ran at least 1 s), and still held.
   ((ttl > 0 && ttl <= 5000))
@@ -105,20 +100,20 @@ lines_in() {
 
 @test "--hold: the key is left to expire at D; then the next run runs" {
   run -0 --separate-stderr rl --hold 1s nightly true
-  key_exists 'rlock:{nightly}'
-  wait_until 10 key_absent 'rlock:{nightly}'
+  key_exists "$(lock_key 'nightly')"
+  wait_until 10 key_absent "$(lock_key 'nightly')"
   run -0 rl -n nightly touch ran
   [ -e ran ]
 }
 
 @test "--hold shorter than the run: the lock is released when the child ends" {
   run -0 --separate-stderr rl --hold 100ms nightly sleep 0.5
-  key_absent 'rlock:{nightly}'
+  key_absent "$(lock_key 'nightly')"
 }
 
 @test "--hold: the child's failure status passes through and the lock is still kept" {
   run -3 --separate-stderr rl --hold 20s nightly sh -c 'exit 3'
-  key_exists 'rlock:{nightly}'
+  key_exists "$(lock_key 'nightly')"
   run -75 rl -n nightly true
 }
 
@@ -141,7 +136,7 @@ lines_in() {
   echo "host-a: $rc_a, host-b: $rc_b, ran: $(cat "$log")"
   [ "$(lines_in "$log")" -eq 1 ]
   [[ "$rc_a $rc_b" == "0 75" || "$rc_a $rc_b" == "75 0" ]]
-  key_exists 'rlock:{nightly}'
+  key_exists "$(lock_key 'nightly')"
 }
 
 @test "--hold: the released event says when the kept lease expires" {
@@ -161,16 +156,16 @@ lines_in() {
   run -0 --separate-stderr rl --once-per 1h daily sh -c 'echo first >>"$1"' _ "$log"
   # The mark: the slot's number by the server clock, kept past the slot.
   marked daily "$slot"
-  ttl=$(pttl 'rlock:{daily}:once')
+  ttl=$(pttl "$(once_key 'daily')")
   echo "once pttl: $ttl"
   ((ttl > HOUR_MS && ttl <= 2 * HOUR_MS))
   # The lock itself was released.
-  key_absent 'rlock:{daily}'
+  key_absent "$(lock_key 'daily')"
   run -75 --separate-stderr rl --once-per 1h daily sh -c 'echo second >>"$1"' _ "$log"
   same_slot "$slot" "$HOUR_MS"
   [ -z "$output" ]
   [ "$(cat "$log")" = first ]
-  key_absent 'rlock:{daily}'
+  key_absent "$(lock_key 'daily')"
 }
 
 @test "--once-per: the skip exits with -E's code" {
@@ -189,7 +184,7 @@ lines_in() {
   local slot log=$BATS_TEST_TMPDIR/ran.log
   slot=$(slot_of "$HOUR_MS")
   run -3 --separate-stderr rl --once-per 1h daily sh -c 'echo failed >>"$1"; exit 3' _ "$log"
-  key_absent 'rlock:{daily}:once'
+  key_absent "$(once_key 'daily')"
   run -0 --separate-stderr rl --once-per 1h daily sh -c 'echo ok >>"$1"' _ "$log"
   [ "$(cat "$log")" = "$(printf '%s\n' failed ok)" ]
   marked daily "$slot"
@@ -213,7 +208,7 @@ lines_in() {
   slot=$(slot_of "$HOUR_MS")
   bg "$RLOCK" -w 20 --once-per 1h daily sh -c 'sleep 0.5; echo "$1" >>"$2"' _ host-a "$log"
   a=$BG_PID
-  wait_until 10 key_exists 'rlock:{daily}'
+  wait_until 10 key_exists "$(lock_key 'daily')"
   bg "$RLOCK" -w 20 --once-per 1h daily sh -c 'echo "$1" >>"$2"' _ host-b "$log"
   b=$BG_PID
   reaped 0 "$a" 20
@@ -227,7 +222,7 @@ lines_in() {
   # A short D, so that the next slot comes within the test; only the run
   # after the boundary is asserted, so the edge cannot make it flaky.
   run -0 rl --once-per 1s tick true
-  slot=$(redis_cli get 'rlock:{tick}:once')
+  slot=$(redis_cli get "$(once_key 'tick')")
   [[ $slot =~ ^[0-9]+$ ]]
   wait_until 10 slot_passed "$slot" 1000
   # The mark of the previous slot no longer counts (even if not yet expired).
@@ -237,8 +232,8 @@ lines_in() {
 
 @test "--once-per while another run holds the lock: -n exits 75 without running" {
   bg "$RLOCK" nightly-sync sleep 30
-  wait_until 10 key_exists 'rlock:{nightly-sync}'
+  wait_until 10 key_exists "$(lock_key 'nightly-sync')"
   run -75 rl -n --once-per 1h nightly-sync touch ran
   [ ! -e ran ]
-  key_absent 'rlock:{nightly-sync}:once'
+  key_absent "$(once_key 'nightly-sync')"
 }

@@ -19,7 +19,10 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-MODES=(run status acquire extend release check wait doctor)
+# The subcommands, as `rlock --help` lists them (from the command table).
+mapfile -t COMMANDS < <("$RLOCK" --help 2>/dev/null |
+  sed -n '/^Subcommands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }')
+MODES=(run "${COMMANDS[@]}")
 # The option names in a line of --help: "  -w,--wait,--timeout D   text".
 HELP_OPTION='s/^  \(-[^ ]*\).*/\1/p'
 # The same, for options that take a value (a placeholder such as D follows).
@@ -42,7 +45,7 @@ setup_file() {
     help_of "$mode" | sed -n "$HELP_VALUE_OPTION" | tr ',' '\n' | sort -u \
       >"$dir/help/$mode.values"
   done
-  sort -u "$dir"/help/{run,status,acquire,extend,release,check,wait,doctor} >"$dir/help/all"
+  sort -u "${MODES[@]/#/$dir/help/}" >"$dir/help/all"
   write_zsh_capture "$dir/capture.zsh"
   # A server for the NAMEs; the tests that need it skip without one.
   common_setup_file
@@ -246,6 +249,40 @@ EOF
   grep -qx -- --interval "$BATS_FILE_TMPDIR/help/status"
 }
 
+# synopsis_options TEXT: the options of a synopsis, in order, one per line
+# ("[-n|-w D] [--fair]" and "[*-n*|*-w* _duration_] [*--fair*]" alike).
+synopsis_options() {
+  tr -d '*' <<<"$1" | grep -oE -- '(^|[[ |])-[-a-z]+' | tr -d '[ |'
+}
+
+@test "every command's synopsis: the same in rlock --help, rlock CMD --help and the man page" {
+  local command top sub man
+  top=$("$RLOCK" --help)
+  [ "${#COMMANDS[@]}" -ge 7 ]
+  for command in "${COMMANDS[@]}"; do
+    sub=$("$RLOCK" "$command" --help | sed -n 's/^Usage: //p')
+    echo "$command: $sub"
+    [[ $sub == "rlock $command "* ]]
+    # rlock --help lists it as is.
+    grep -qxF -- "       $sub" <<<"$top"
+    # The man page's SYNOPSIS has the same options in the same order.
+    man=$(grep -m1 "^\*rlock $command\*" "$ROOT/man/rlock.1.scd")
+    [ -n "$man" ]
+    [ "$(synopsis_options "$man")" = "$(synopsis_options "$sub")" ]
+  done
+}
+
+@test "every command --help lists is in the man page and in each completion" {
+  local command file
+  for command in "${COMMANDS[@]}"; do
+    grep -q "^\*rlock $command\*" "$ROOT/man/rlock.1.scd"
+    for file in rlock.bash rlock.zsh rlock.fish; do
+      grep -qw -- "$command" "$ROOT/completions/$file" ||
+        { echo "$command missing from completions/$file"; return 1; }
+    done
+  done
+}
+
 @test "the man page documents exactly the options --help lists" {
   # Every *-x* or *--long* that starts a bold span: "*-w* _duration_",
   # "*-w 0*", "*--json*|*--env*"; never a bare "*--*".
@@ -393,8 +430,7 @@ offers_none() {
 
 # common_cases SHELL-FUNCTION [ARG...]: what every shell must complete alike.
 common_cases() {
-  local subcommands=(status acquire extend release check wait doctor)
-  offers "$@" 'rlock ' -- "${subcommands[@]}"
+  offers "$@" 'rlock ' -- "${COMMANDS[@]}"
   offers "$@" 'rlock doctor --j' -- --json
   offers "$@" 'rlock doctor -t ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock -v st' -- status

@@ -12,13 +12,10 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   unset RLOCK_TOKEN RLOCK_NAME
 }
-teardown() { common_teardown; }
 
 # check_usage NEEDLE...: after `run -64 --separate-stderr`: nothing on stdout,
 # one "rlock: " line on stderr that contains every NEEDLE, redis empty.
@@ -49,12 +46,12 @@ with_closed() {
   run -74 --separate-stderr with_closed '>&-' acquire fdx
   echo "$stderr"
   [[ $stderr == *'cannot write'* ]]
-  key_absent 'rlock:{fdx}'
+  key_absent "$(lock_key 'fdx')"
 }
 
 @test "fds 0-2 all closed: acquire releases what it took and exits 74" {
   run -74 with_closed '<&- >&- 2>&-' acquire fdall
-  key_absent 'rlock:{fdall}'
+  key_absent "$(lock_key 'fdall')"
 }
 
 @test "stdout closed: status exits 74" {
@@ -66,11 +63,11 @@ with_closed() {
 
 @test "stderr closed: acquire -v -w waits for the holder and takes the lock, exit 0" {
   bg "$RLOCK" hs sleep 1
-  wait_until 10 key_exists 'rlock:{hs}'
+  wait_until 10 key_exists "$(lock_key 'hs')"
   # -v logs "waiting" while the lock is held: that line must go nowhere.
   run -0 with_closed '2>&-' acquire -v -w 10s hs
   [[ $output =~ ^[0-9a-f]{32}$ ]]
-  [ "$(redis_cli hget 'rlock:{hs}' token)" = "$output" ]
+  [ "$(redis_cli hget "$(lock_key 'hs')" token)" = "$output" ]
 }
 
 # ---- $RLOCK_TOKEN belongs to $RLOCK_NAME -------------------------------------
@@ -83,7 +80,7 @@ with_closed() {
   echo "$stderr"
   [ "$output" = "$(printf '%s\n' 'release: 64' 'force: 0')" ]
   [[ $stderr == *"--token: required; \$RLOCK_TOKEN is the token of 'outer' (\$RLOCK_NAME), not of 'inner'"* ]]
-  key_absent 'rlock:{inner}'
+  key_absent "$(lock_key 'inner')"
 }
 
 @test "\$RLOCK_TOKEN without \$RLOCK_NAME is not used: extend, release, check exit 64" {
@@ -96,7 +93,7 @@ with_closed() {
     [[ $stderr == *"\$RLOCK_NAME is not set"* ]]
   done
   RLOCK_NAME=job RLOCK_TOKEN=$token run -0 rl release job
-  key_absent 'rlock:{job}'
+  key_absent "$(lock_key 'job')"
 }
 
 # ---- options given twice, extra arguments --------------------------------------
@@ -109,7 +106,7 @@ with_closed() {
   [ "$output" = second ]
   run -0 --separate-stderr rl --url redis://127.0.0.1:1 --url "$RLOCK_URL" twice true
   run -0 --separate-stderr rl acquire -t 5s -t 40s twice
-  (($(redis_cli pttl 'rlock:{twice}') > 30000))
+  (($(redis_cli pttl "$(lock_key 'twice')") > 30000))
 }
 
 @test "acquire with two NAMEs: the second is an unexpected argument" {

@@ -10,15 +10,10 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
-setup() { common_setup; }
-teardown() { common_teardown; }
-
 # hold NAME: keep NAME held by a background rlock until teardown.
 hold() {
   bg "$RLOCK" "$1" sleep 30
-  wait_until 10 key_exists "rlock:{$1}"
+  wait_until 10 key_exists "$(lock_key "$1")"
 }
 
 @test "child exit status 0 passes through" {
@@ -81,7 +76,7 @@ hold() {
 @test "lock lost while the child runs gives 70 and signals the child" {
   local ready=$BATS_TEST_TMPDIR/ready
   (
-    wait_until 10 file_has "$ready" && redis_cli del 'rlock:{lost}' >/dev/null
+    wait_until 10 file_has "$ready" && redis_cli del "$(lock_key 'lost')" >/dev/null
   ) 3>&- &
   track $!
   run -70 --separate-stderr rl -t 3s lost sh -c \
@@ -96,7 +91,7 @@ hold() {
   [ -z "$output" ]
   [ ! -e ran ]
   # The holder's lease is untouched.
-  key_exists 'rlock:{held}'
+  key_exists "$(lock_key 'held')"
 }
 
 @test "-w 0 while held gives 75" {
@@ -147,7 +142,7 @@ hold() {
   [ -z "$output" ]
   [ "${#stderr_lines[@]}" -eq 1 ]
   [[ $stderr == "rlock: cannot run './script': "* ]]
-  key_absent 'rlock:{name}'
+  key_absent "$(lock_key 'name')"
 }
 
 @test "a directory as COMMAND gives 126" {
@@ -160,7 +155,7 @@ hold() {
   [ -z "$output" ]
   [ "${#stderr_lines[@]}" -eq 1 ]
   [ "$stderr" = "rlock: cannot run './no-such-command': No such file or directory" ]
-  key_absent 'rlock:{name}'
+  key_absent "$(lock_key 'name')"
 }
 
 @test "COMMAND not found in PATH gives 127" {
@@ -170,10 +165,10 @@ hold() {
 }
 
 @test "an error reply from redis (WRONGTYPE) gives 69 and leaves the key alone" {
-  redis_cli set 'rlock:{odd}' not-a-hash >/dev/null
+  redis_cli set "$(lock_key 'odd')" not-a-hash >/dev/null
   run -69 --separate-stderr rl odd touch ran
   [ -z "$output" ]
   [[ $stderr == rlock:* ]]
   [ ! -e ran ]
-  [ "$(redis_cli get 'rlock:{odd}')" = not-a-hash ]
+  [ "$(redis_cli get "$(lock_key 'odd')")" = not-a-hash ]
 }

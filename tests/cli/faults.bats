@@ -22,8 +22,6 @@ bats_require_minimum_version 1.5.0
 load helpers
 load heartbeat
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   FROZEN_FILE=$BATS_TEST_TMPDIR/frozen
@@ -135,9 +133,9 @@ fake_server() {
     "trap 'echo got-TERM; exit 0' TERM; $(ready_cmd "$ready"); while :; do sleep 0.05; done"
   r1=$BG_PID
   wait_until 10 file_has "$ready"
-  key_exists 'rlock:{restarted}'
+  key_exists "$(lock_key 'restarted')"
   crash_and_restart_redis
-  key_absent 'rlock:{restarted}'
+  key_absent "$(lock_key 'restarted')"
   exits_with 70 "$r1"
   [ "$(<"$BG_OUT")" = got-TERM ]
   grep -q "rlock: lost lock 'restarted': it was deleted or taken over" "$BG_ERR"
@@ -157,7 +155,7 @@ fake_server() {
   [ "$(redis_cli save)" = OK ]
   crash_and_restart_redis
   # The restarted server loaded the lease from dump.rdb.
-  [ "$(redis_cli hget 'rlock:{saved}' token)" = "$token" ]
+  [ "$(redis_cli hget "$(lock_key 'saved')" token)" = "$token" ]
   # Renewals before the crash went to the old server; wait for one that the
   # restarted server accepted.
   renewed=$(event_count "$ev" renewed)
@@ -167,7 +165,7 @@ fake_server() {
   exits_with 0 "$r1"
   [ "$(<"$BG_OUT")" = "done" ]
   run ! grep -q 'lost lock' "$BG_ERR"
-  key_absent 'rlock:{saved}'
+  key_absent "$(lock_key 'saved')"
 }
 
 # --- Redis failing while a waiter waits -------------------------------------
@@ -183,7 +181,7 @@ start_redis_again() {
   own_redis
   bg "$RLOCK" -t 3s held sleep 60
   holder=$BG_PID
-  wait_until 10 key_exists 'rlock:{held}'
+  wait_until 10 key_exists "$(lock_key 'held')"
   bg "$RLOCK" -v -w 20s held sh -c 'echo ran'
   waiter=$BG_PID
   wait_until 10 file_has "$BG_ERR" # "waiting for 'held' held by ..."
@@ -205,7 +203,7 @@ start_redis_again() {
   local waiter start
   own_redis
   bg "$RLOCK" -t 30s held sleep 60
-  wait_until 10 key_exists 'rlock:{held}'
+  wait_until 10 key_exists "$(lock_key 'held')"
   start=$(now_ms)
   bg "$RLOCK" -w 2s --connect-timeout 0.3s held touch ran
   waiter=$BG_PID
@@ -305,26 +303,26 @@ start_redis_again() {
   before "$(last_beat "$hb")" "$((killed + 1000000))" \
     "child's last heartbeat vs rlock's SIGKILL + 1 s"
   # Nothing released the lease: it is still this run's, and still excludes.
-  [ "$(redis_cli hget 'rlock:{k9}' token)" = "$token" ]
-  (($(redis_cli pttl 'rlock:{k9}') > 0))
+  [ "$(redis_cli hget "$(lock_key 'k9')" token)" = "$token" ]
+  (($(redis_cli pttl "$(lock_key 'k9')") > 0))
   run -75 rl -n k9 true
   # It expires by itself within the TTL.
-  wait_until 5 key_absent 'rlock:{k9}'
+  wait_until 5 key_absent "$(lock_key 'k9')"
   run -0 rl -n k9 true
 }
 
 # --- servers that answer badly or not at all ---------------------------------
 
 @test "a key of the wrong type at the lock key: 69 naming WRONGTYPE; the key is left alone" {
-  [ "$(redis_cli set 'rlock:{wt}' x)" = OK ]
+  [ "$(redis_cli set "$(lock_key 'wt')" x)" = OK ]
   run -69 --separate-stderr rl wt touch ran
   [ -z "$output" ]
   [ "${#stderr_lines[@]}" -eq 1 ]
   [[ $stderr == "rlock: "*WRONGTYPE* ]]
   [ ! -e ran ]
-  [ "$(redis_cli type 'rlock:{wt}')" = string ]
-  [ "$(redis_cli get 'rlock:{wt}')" = x ]
-  [ "$(redis_cli pttl 'rlock:{wt}')" = -1 ]
+  [ "$(redis_cli type "$(lock_key 'wt')")" = string ]
+  [ "$(redis_cli get "$(lock_key 'wt')")" = x ]
+  [ "$(redis_cli pttl "$(lock_key 'wt')")" = -1 ]
 }
 
 @test "a server that closes the connection mid-reply: 69, one line naming the address" {

@@ -13,8 +13,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   unset RLOCK_TOKEN RLOCK_NAME RLOCK_SUPERVISED_TOKEN
@@ -80,22 +78,22 @@ kept_for_at_most_a_second() {
   [[ $fence =~ ^[0-9]+$ ]]
   # Below 2^53: no JSON reader rounds it.
   ((fence < 9007199254740992))
-  [ "$fence" = "$(redis_cli hget 'rlock:{exact}' fence)" ]
+  [ "$fence" = "$(redis_cli hget "$(lock_key 'exact')" fence)" ]
 }
 
 @test "a NAME used once leaves no key behind a second after its acquisition" {
   run -0 rl once true
-  key_absent 'rlock:{once}'
+  key_absent "$(lock_key 'once')"
   # The last fence stays for a second at most, then nothing is left.
-  kept_for_at_most_a_second 'rlock:{once}:fence'
+  kept_for_at_most_a_second "$(fence_key 'once')"
   wait_until 5 eval '[ "$(dbsize)" = 0 ]'
 }
 
 @test "a fence key from an older rlock (no expiry) is given one" {
-  redis_cli set 'rlock:{old}:fence' 41 >/dev/null
-  [ "$(redis_cli pttl 'rlock:{old}:fence')" = -1 ]
+  redis_cli set "$(fence_key 'old')" 41 >/dev/null
+  [ "$(redis_cli pttl "$(fence_key 'old')")" = -1 ]
   (($(fence_of old) > 41))
-  kept_for_at_most_a_second 'rlock:{old}:fence'
+  kept_for_at_most_a_second "$(fence_key 'old')"
 }
 
 # --- a server over maxmemory with noeviction --------------------------------
@@ -108,7 +106,7 @@ oom() {
 
 @test "over maxmemory with noeviction, a running holder keeps renewing and exits 0" {
   bg "$RLOCK" -t 1s full sleep 3
-  wait_until 5 key_exists 'rlock:{full}'
+  wait_until 5 key_exists "$(lock_key 'full')"
   oom
   # Several renewals (every 333 ms) happen under OOM.
   reap "$BG_PID" 20
@@ -118,19 +116,19 @@ oom() {
 
 @test "over maxmemory, --hold still sets its lease" {
   bg "$RLOCK" -t 1s --hold 20s held sleep 1.5
-  wait_until 5 key_exists 'rlock:{held}'
+  wait_until 5 key_exists "$(lock_key 'held')"
   oom
   reap "$BG_PID" 20
   [ ! -s "$BG_ERR" ]
-  (($(redis_cli pttl 'rlock:{held}') > 10000))
+  (($(redis_cli pttl "$(lock_key 'held')") > 10000))
 }
 
 @test "over maxmemory, a --fair acquire behind dead queue entries writes nothing" {
   local before
   # A waiter that died in the queue: its liveness ran out long ago.
-  redis_cli zadd 'rlock:{fair}:queue' 1 dead >/dev/null
-  redis_cli zadd 'rlock:{fair}:alive' 1 dead >/dev/null
-  redis_cli set 'rlock:{fair}:fence' 41 >/dev/null
+  redis_cli zadd "$(queue_key 'fair')" 1 dead >/dev/null
+  redis_cli zadd "$(alive_key 'fair')" 1 dead >/dev/null
+  redis_cli set "$(fence_key 'fair')" 41 >/dev/null
   oom
   before=$(redis_cli --scan | sort | while read -r key; do
     echo "$key $(redis_cli type "$key") $(redis_cli dump "$key" | od -An -tx1 | tr -d ' \n')"
@@ -182,14 +180,14 @@ oom() {
   [ "${lines[1]}" = 1 ]
   [ "${#stderr_lines[@]}" -eq 1 ]
   [[ $stderr == "rlock: release: lock 'inside' is held by the rlock running this command, which releases it when the command ends" ]]
-  key_absent 'rlock:{inside}'
+  key_absent "$(lock_key 'inside')"
 }
 
 @test "a lock taken with acquire --env inside a job is released with its own token" {
   run -0 --separate-stderr rl outer sh -c '
     eval "$("$1" acquire --env inner)" && "$1" release inner; echo "release $?"' sh "$RLOCK"
   [ "$output" = 'release 0' ]
-  key_absent 'rlock:{inner}'
+  key_absent "$(lock_key 'inner')"
 }
 
 # --- the Redis host's clock -------------------------------------------------

@@ -2,10 +2,15 @@
 #
 # Shared helpers for the rlock CLI tests. Load with `load helpers`.
 #
-# Each .bats file calls common_setup_file/common_teardown_file from
-# setup_file/teardown_file (one redis-server per file, in $BATS_FILE_TMPDIR)
-# and common_setup/common_teardown from setup/teardown (FLUSHALL before each
-# test; every background process started with bg is killed afterwards).
+# The setup every .bats file shares is defined here: one redis-server per file
+# (in $BATS_FILE_TMPDIR), FLUSHALL before each test, and every background
+# process started with bg killed afterwards. A file that needs more defines
+# its own setup_file/setup/teardown after `load helpers` and calls the
+# common_* function from it.
+#
+# Tests name the Redis keys of a lock only through lock_key and its kin
+# below, so that a change of the key layout touches this file alone (and
+# child.bats's one test of the layout that RLOCK_KEY shows).
 
 # shellcheck source-path=SCRIPTDIR source=../lib/redis.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/redis.bash"
@@ -15,6 +20,21 @@ RLOCK=${RLOCK:-$BATS_TEST_DIRNAME/../../build/rlock}
 [[ $RLOCK == /* ]] || RLOCK=$PWD/$RLOCK
 # Upper bound for any single rlock invocation; a hang fails, it never blocks.
 RL_LIMIT=${RL_LIMIT:-30}
+
+setup_file() { common_setup_file; }
+teardown_file() { common_teardown_file; }
+setup() { common_setup; }
+teardown() { common_teardown; }
+
+# lock_key NAME [PREFIX]: the key of lock NAME (prefix rlock: by default);
+# fence_key, queue_key, alive_key, once_key: its other keys;
+# released_channel: the channel a release is published on.
+lock_key() { printf '%s{%s}' "${2:-rlock:}" "$1"; }
+fence_key() { printf '%s:fence' "$(lock_key "$@")"; }
+queue_key() { printf '%s:queue' "$(lock_key "$@")"; }
+alive_key() { printf '%s:alive' "$(lock_key "$@")"; }
+once_key() { printf '%s:once' "$(lock_key "$@")"; }
+released_channel() { printf '%s:released' "$(lock_key "$@")"; }
 
 common_setup_file() {
   local rc=0

@@ -14,8 +14,6 @@ bats_require_minimum_version 1.5.0
 load helpers
 load heartbeat
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   GROUPS_FILE=$BATS_TEST_TMPDIR/groups
@@ -64,7 +62,7 @@ PY
 
 @test "a lock force-released while the command runs: exit 70 and a lost event" {
   bg "$RLOCK" --events ev.jsonl forced sh -c 'sleep 1; exit 0'
-  wait_until 5 key_exists 'rlock:{forced}'
+  wait_until 5 key_exists "$(lock_key 'forced')"
   rl release --force forced
   exits_with 70 "$BG_PID"
   grep -q "lost lock 'forced': it was no longer held when the command ended" "$BG_ERR"
@@ -74,11 +72,11 @@ PY
 
 @test "--hold: a lock found gone at the end is lost (70), not kept" {
   bg "$RLOCK" --hold 5s --events ev.jsonl gone sh -c 'sleep 1'
-  wait_until 5 key_exists 'rlock:{gone}'
+  wait_until 5 key_exists "$(lock_key 'gone')"
   rl release --force gone
   exits_with 70 "$BG_PID"
   [[ $(event_count ev.jsonl released) == 0 ]]
-  key_absent 'rlock:{gone}'
+  key_absent "$(lock_key 'gone')"
 }
 
 @test "--hold: a renewal racing the end never replaces the hold" {
@@ -91,7 +89,7 @@ PY
     rl -t 100ms --hold 5s "h$i" sleep "0.0$((i % 10))" 2>/dev/null || rc=$?
     ((rc == 0)) || continue
     ran=$((ran + 1))
-    (($(redis_cli pttl "rlock:{h$i}") < 3000)) && short=$((short + 1))
+    (($(redis_cli pttl "$(lock_key "h$i")") < 3000)) && short=$((short + 1))
   done
   echo "hold cut short in $short of $ran runs" >&2
   ((ran >= 60 && short == 0))
@@ -102,7 +100,7 @@ PY
   # lock, then fails on the queue. The release ran; a retry would find the
   # token gone and call the lock lost.
   run --separate-stderr rl fq sh -c \
-    'redis-cli -p "$1" set "rlock:{fq}:queue" x >/dev/null' sh "$REDIS_PORT"
+    'redis-cli -p "$1" set "$2" x >/dev/null' sh "$REDIS_PORT" "$(queue_key fq)"
   ((status == 0))
   [[ $stderr == *WRONGTYPE* ]]
   [[ $stderr != *"lost lock"* ]]

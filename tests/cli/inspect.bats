@@ -12,8 +12,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   me="$(id -un)@$(hostname)"
@@ -37,7 +35,7 @@ hold() {
   shift
   bg "$RLOCK" "$@" "$name" sh -c 'until [ -e go ]; do sleep 0.02; done'
   HOLDER_PID=$BG_PID
-  wait_until 10 key_exists "rlock:{$name}"
+  wait_until 10 key_exists "$(lock_key "$name")"
 }
 
 # valid_events FILE NAME: every line of FILE is a JSON object with the
@@ -79,7 +77,7 @@ events_of() {
 plant() {
   local token
   token=$(printf '%s' "$1" | md5sum | cut -c1-32)
-  redis_cli hset "rlock:{$1}" token "$token" fence "$2" host "$3" pid "$4" \
+  redis_cli hset "$(lock_key "$1")" token "$token" fence "$2" host "$3" pid "$4" \
     user "$5" command "$7" acquired_ms 1000000000000 ttl_ms 30000 \
     renewals "$6" >/dev/null
 }
@@ -92,8 +90,8 @@ plant_all() {
   plant backup 1 db1 1 root 41 'pg_dump -Fc -f /backup/db.dump db'
   plant 'cache warm' 19 cache-03.example.com 31337 www-data 0 'curl -s http://localhost/warm'
   plant deploy-api 12 api2 99 bob 0 './deploy.sh api'
-  redis_cli set 'rlock:{backup}:fence' 1 >/dev/null
-  redis_cli set 'rlock:{deploy-web}:once' 5 >/dev/null
+  redis_cli set "$(fence_key 'backup')" 1 >/dev/null
+  redis_cli set "$(once_key 'deploy-web')" 5 >/dev/null
   redis_cli hset 'other:{elsewhere}' token x >/dev/null
 }
 
@@ -150,7 +148,7 @@ fits() {
 @test "--events: lost when the key is deleted from outside" {
   local ev=$BATS_TEST_TMPDIR/events ready=$BATS_TEST_TMPDIR/ready
   (
-    wait_until 10 file_has "$ready" && redis_cli del 'rlock:{evlock}' >/dev/null
+    wait_until 10 file_has "$ready" && redis_cli del "$(lock_key 'evlock')" >/dev/null
   ) 3>&- &
   track $!
   run -70 --separate-stderr rl --events "$ev" -t 1s evlock sh -c \
@@ -183,7 +181,7 @@ fits() {
   run -64 --separate-stderr rl --events "$BATS_TEST_TMPDIR/no/such/dir/ev" evlock touch ran
   [[ $stderr == rlock:*--events* ]]
   [ ! -e ran ]
-  key_absent 'rlock:{evlock}'
+  key_absent "$(lock_key 'evlock')"
 }
 
 # ---- -v --------------------------------------------------------------------
@@ -249,7 +247,7 @@ fits() {
   local f=$BATS_TEST_TMPDIR/status.json
   plant_all
   # One live waiter in deploy-api's --fair queue.
-  redis_cli zadd 'rlock:{deploy-api}:alive' 9999999999999 0123456789abcdef0123456789abcdef >/dev/null
+  redis_cli zadd "$(alive_key 'deploy-api')" 9999999999999 0123456789abcdef0123456789abcdef >/dev/null
   run -0 --separate-stderr rl status --json
   printf '%s\n' "$output" >"$f"
   jq -e 'type == "array" and length == 4' "$f" >/dev/null

@@ -11,8 +11,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   ready=$BATS_TEST_TMPDIR/ready
@@ -41,15 +39,15 @@ trapping_child() {
 }
 
 @test "key deleted from outside: child gets TERM, rlock exits 70, stderr says lost" {
-  when_ready redis_cli del 'rlock:{lost}'
+  when_ready redis_cli del "$(lock_key 'lost')"
   run -70 --separate-stderr rl -t 3s lost sh -c "$(trapping_child TERM)"
   [ "$output" = got-TERM ]
   [[ $stderr == *"rlock: lost lock 'lost'"* ]]
-  key_absent 'rlock:{lost}'
+  key_absent "$(lock_key 'lost')"
 }
 
 @test "lost lock gives 70 whatever the child exits with" {
-  when_ready redis_cli del 'rlock:{lost}'
+  when_ready redis_cli del "$(lock_key 'lost')"
   run -70 --separate-stderr rl -t 3s lost sh -c \
     "trap 'exit 3' TERM; $(ready_cmd "$ready"); while :; do sleep 0.1; done"
   [[ $stderr == *"lost lock 'lost'"* ]]
@@ -64,15 +62,15 @@ take_over() {
 }
 
 @test "lease taken over by another token: 70, and the new holder's key is left alone" {
-  when_ready take_over 'rlock:{taken}'
+  when_ready take_over "$(lock_key 'taken')"
   run -70 --separate-stderr rl -t 3s taken sh -c "$(trapping_child TERM)"
   [ "$output" = got-TERM ]
   [[ $stderr == *"lost lock 'taken'"* ]]
-  [ "$(redis_cli hget 'rlock:{taken}' token)" = ffffffffffffffffffffffffffffffff ]
+  [ "$(redis_cli hget "$(lock_key 'taken')" token)" = ffffffffffffffffffffffffffffffff ]
 }
 
 @test "--kill-signal USR1 is what the child gets on loss" {
-  when_ready redis_cli del 'rlock:{ks}'
+  when_ready redis_cli del "$(lock_key 'ks')"
   run -70 --separate-stderr rl -t 3s --kill-signal USR1 ks sh -c "$(trapping_child USR1 TERM)"
   [ "$output" = got-USR1 ]
 }
@@ -81,7 +79,7 @@ take_over() {
   local spec
   for spec in SIGUSR2 sigusr2 12; do
     rm -f "$ready"
-    when_ready redis_cli del 'rlock:{ks}'
+    when_ready redis_cli del "$(lock_key 'ks')"
     run -70 --separate-stderr rl -t 3s --kill-signal "$spec" ks sh -c "$(trapping_child USR2 TERM)"
     [ "$output" = got-USR2 ]
   done
@@ -89,7 +87,7 @@ take_over() {
 
 @test "a child that ignores the kill signal is SIGKILLed after --kill-after" {
   local pid_file=$BATS_TEST_TMPDIR/child.pid
-  when_ready redis_cli del 'rlock:{stubborn}'
+  when_ready redis_cli del "$(lock_key 'stubborn')"
   run -70 --separate-stderr rl -t 3s --kill-after 0.2s stubborn sh -c \
     "trap '' TERM; echo \$\$ >'$pid_file'; $(ready_cmd "$ready"); while :; do sleep 0.1; done"
   [[ $stderr == *"lost lock 'stubborn'"* ]]

@@ -14,8 +14,6 @@ load helpers
 
 SECRET='s3cret-Pw:@%'
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   unset RLOCK_PASSWORD REDISCLI_AUTH
@@ -121,5 +119,5 @@ no_secret() {
   run -0 rl status --url "$CI_URL" --password-file password
   run -0 --separate-stderr rl acquire --url "$CI_URL" --password-file password s
   RLOCK_PASSWORD=$SECRET run -0 rl release --url "$CI_URL" --token "$output" s
-  key_absent 'rlock:{s}'
+  key_absent "$(lock_key 's')"
 }

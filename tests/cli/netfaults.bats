@@ -27,8 +27,6 @@ load helpers
 load heartbeat
 load netns
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   nf_setup
@@ -78,7 +76,7 @@ FAST=(--connect-timeout 0.3s --io-timeout 0.3s)
     bash -c "$(beats_script "$hb3" 1)"
   before "$(last_beat "$hb2")" "$(first_beat "$hb3")" \
     "the waiter's child's last heartbeat vs the third child's first"
-  key_absent 'rlock:{part}'
+  key_absent "$(lock_key 'part')"
 }
 
 @test "partition that heals well within the validity: the run goes on and exits with COMMAND's status" {
@@ -104,7 +102,7 @@ FAST=(--connect-timeout 0.3s --io-timeout 0.3s)
   [ "$(<"$BG_OUT")" = "done" ]
   run ! grep -q 'lost lock' "$BG_ERR"
   run ! grep -q '"event":"lost"' "$ev"
-  key_absent 'rlock:{healed}'
+  key_absent "$(lock_key 'healed')"
 }
 
 # renewal_failed FILE: the --events FILE says a renewal failed (or, at the
@@ -139,8 +137,8 @@ renewal_failed() {
   # Nothing released the lease: it is still this run's, and expires no later
   # than its start + TTL.
   t0=$(usec "$EPOCHREALTIME")
-  pttl=$(redis_cli pttl 'rlock:{oom}')
-  [ "$(redis_cli hget 'rlock:{oom}' token)" = "$token" ]
+  pttl=$(redis_cli pttl "$(lock_key 'oom')")
+  [ "$(redis_cli hget "$(lock_key 'oom')" token)" = "$token" ]
   ((pttl > 0))
   before "$((t0 + pttl * 1000))" "$(($(lease_start "$ev") + 3000000 + 1000))" \
     "the key's expiry vs its lease's end"
@@ -149,7 +147,7 @@ renewal_failed() {
   wait_until 3 group_dead "$pgid"
   before "$(last_beat "$hb")" "$((killed + 1000000))" \
     "child's last heartbeat vs rlock's OOM kill + 1 s"
-  wait_until 4 key_absent 'rlock:{oom}'
+  wait_until 4 key_absent "$(lock_key 'oom')"
   run -0 rl -n oom true
 }
 
@@ -159,11 +157,11 @@ renewal_failed() {
   local m_sock m_port before_r before_m
   nf_redis m
   m_sock=$NF_SOCK m_port=$NF_PORT
-  redis-cli -s "$m_sock" set 'rlock:{ro}:fence' 41 >/dev/null
+  redis-cli -s "$m_sock" set "$(fence_key 'ro')" 41 >/dev/null
   redis-cli -s "$m_sock" set unrelated x >/dev/null
   nf_redis r
   nf_follow "$NF_SOCK" "$m_port"
-  wait_until 5 nf_get_is "$NF_SOCK" 'rlock:{ro}:fence' 41
+  wait_until 5 nf_get_is "$NF_SOCK" "$(fence_key 'ro')" 41
   before_r=$(nf_snapshot "$NF_SOCK")
   before_m=$(nf_snapshot "$m_sock")
   run -69 --separate-stderr rl ro touch ran
@@ -182,7 +180,7 @@ renewal_failed() {
 @test "a server over maxmemory with noeviction: 69, one line naming OOM; COMMAND never runs; nothing changed" {
   local before
   nf_redis r
-  redis_cli set 'rlock:{oom}:fence' 41 >/dev/null
+  redis_cli set "$(fence_key 'oom')" 41 >/dev/null
   redis_cli set unrelated x >/dev/null
   redis_cli config set maxmemory-policy noeviction >/dev/null
   redis_cli config set maxmemory 1 >/dev/null
@@ -216,8 +214,8 @@ renewal_failed() {
   # follows M. R keeps the lock (as M has it): renewals find their token and
   # are refused at their first write.
   [ "$(redis-cli -s "$r_sock" config set min-replicas-to-write 100)" = OK ]
-  wait_until 5 nf_hget_is "$m_sock" 'rlock:{failover}' renewals \
-    "$(redis-cli -s "$r_sock" hget 'rlock:{failover}' renewals)"
+  wait_until 5 nf_hget_is "$m_sock" "$(lock_key 'failover')" renewals \
+    "$(redis-cli -s "$r_sock" hget "$(lock_key 'failover')" renewals)"
   [ "$(redis-cli -s "$m_sock" replicaof no one)" = OK ]
   nf_follow "$r_sock" "$m_port"
   # The next holder asks the new master.

@@ -18,8 +18,6 @@ bats_require_minimum_version 1.5.0
 load helpers
 load heartbeat
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   GROUPS_FILE=$BATS_TEST_TMPDIR/groups
@@ -103,16 +101,16 @@ event_count() {
   [ ! -e ran ]
   [[ $stderr =~ ^"rlock: not acquired: 'fresh': the Redis server at 127.0.0.1:$REDIS_PORT started "[0-9]+"s ago; no lock is granted for another "[0-9]+"s (--restart-grace)"$ ]]
   grep -q '"event":"busy","name":"fresh",.*"reason":"the Redis server at .*(--restart-grace)","retry_ms":[0-9]' "$ev"
-  key_absent 'rlock:{fresh}'
+  key_absent "$(lock_key 'fresh')"
   run -75 --separate-stderr rl acquire -n -v fresh
   [ -z "$output" ]
   [[ $stderr == *"(--restart-grace)" ]]
-  key_absent 'rlock:{fresh}'
+  key_absent "$(lock_key 'fresh')"
   # Off: granted at once, by option or environment.
   run -0 rl -n --restart-grace 0 fresh true
   RLOCK_RESTART_GRACE=0 run -0 rl -n fresh true
   RLOCK_RESTART_GRACE=0 run -0 --separate-stderr rl acquire -n fresh
-  key_exists 'rlock:{fresh}'
+  key_exists "$(lock_key 'fresh')"
 }
 
 @test "a waiter on a fresh server sleeps until --restart-grace has passed, then takes the lock" {
@@ -137,7 +135,7 @@ event_count() {
   RLOCK_RESTART_GRACE=-1s run -64 --separate-stderr rl acquire n
   [[ $stderr == "rlock: RLOCK_RESTART_GRACE: invalid duration '-1s'"* ]]
   [ "${#stderr_lines[@]}" = 1 ]
-  key_absent 'rlock:{n}'
+  key_absent "$(lock_key 'n')"
 }
 
 @test "F16: a server that closes idle clients (timeout 1) under -t 4.5s: renewals on new connections, no warning, exit 0" {

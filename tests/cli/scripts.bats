@@ -12,15 +12,12 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   # A token in the test's own environment would hide the "no token" cases.
   unset RLOCK_TOKEN
   me="$(id -un)@$(hostname)"
 }
-teardown() { common_teardown; }
 
 # hold NAME: NAME held by a background `rlock -t 3s NAME sleep 30` until
 # teardown (a short lease, so that it soon notices a broken lock); sets
@@ -28,7 +25,7 @@ teardown() { common_teardown; }
 hold() {
   bg "$RLOCK" -t 3s "$1" sleep 30
   HOLDER_PID=$BG_PID
-  wait_until 10 key_exists "rlock:{$1}"
+  wait_until 10 key_exists "$(lock_key "$1")"
 }
 
 # take NAME [ACQUIRE OPTION...]: acquire NAME (it must be free); sets TOKEN.
@@ -44,18 +41,18 @@ take() {
 
 # field NAME FIELD: a field of NAME's lock hash.
 field() {
-  redis_cli hget "rlock:{$1}" "$2"
+  redis_cli hget "$(lock_key "$1")" "$2"
 }
 
 # hash_of NAME: NAME's lock hash as sorted "field value" lines (HGETALL's
 # order is not stable for a hash stored as a hashtable).
 hash_of() {
-  redis_cli hgetall "rlock:{$1}" | paste -d ' ' - - | sort
+  redis_cli hgetall "$(lock_key "$1")" | paste -d ' ' - - | sort
 }
 
 # pttl NAME: PTTL of NAME's lock key.
 pttl() {
-  redis_cli pttl "rlock:{$1}"
+  redis_cli pttl "$(lock_key "$1")"
 }
 
 # one_warning_about NAME: $stderr is one "rlock: ..." line that names NAME.
@@ -88,7 +85,7 @@ one_warning_about() {
 @test "acquire -t sets the lease, which is not renewed: it expires by itself" {
   run -0 --separate-stderr rl acquire -t 1s short
   [ "$(field short ttl_ms)" = 1000 ]
-  wait_until 10 key_absent 'rlock:{short}'
+  wait_until 10 key_absent "$(lock_key 'short')"
 }
 
 @test "acquire records the calling script as the holder (its pid and command line)" {
@@ -113,7 +110,7 @@ one_warning_about() {
   [ "${#lines[@]}" -eq 1 ]
   [ "$(jq -c 'keys_unsorted' "$f")" = '["name","key","token","fence","ttl_ms"]' ]
   [ "$(json_get "$f" '["name"]')" = '"js"' ]
-  [ "$(json_get "$f" '["key"]')" = '"rlock:{js}"' ]
+  [ "$(json_get "$f" '["key"]')" = "\"$(lock_key js)\"" ]
   [ "$(json_get "$f" '["token"]')" = "\"$(field js token)\"" ]
   [[ $(json_get "$f" '["token"]') =~ ^\"[0-9a-f]{32}\"$ ]]
   (($(json_get "$f" '["fence"]') > first))
@@ -135,7 +132,7 @@ one_warning_about() {
   # eval in a fresh shell: the values survive quoting and reach a child.
   run -0 --separate-stderr bash -c 'eval "$1"; sh -c '\''printf "%s\n" "$RLOCK_NAME" "$RLOCK_KEY" "$RLOCK_TOKEN" "$RLOCK_FENCE"'\' _ "$output"
   [ "${lines[0]}" = "$name" ]
-  [ "${lines[1]}" = "rlock:{$name}" ]
+  [ "${lines[1]}" = "$(lock_key "$name")" ]
   [ "${lines[2]}" = "$(field "$name" token)" ]
   [ "${lines[3]}" = "$(field "$name" fence)" ]
 }
@@ -143,7 +140,7 @@ one_warning_about() {
 @test "acquire --json --env is a usage error (64)" {
   run -64 --separate-stderr rl acquire --json --env both
   [ -z "$output" ]
-  key_absent 'rlock:{both}'
+  key_absent "$(lock_key 'both')"
 }
 
 @test "acquire -n of a held lock exits 75 at once, prints nothing, the holder keeps it" {
@@ -184,7 +181,7 @@ one_warning_about() {
 @test "acquire --fair takes a free lock, and a --fair waiter queues and gets it" {
   take fair --fair
   bg "$RLOCK" acquire --fair -w 20 fair
-  wait_until 10 eval '[[ $(redis_cli zcard "rlock:{fair}:queue") == 1 ]]'
+  wait_until 10 eval '[[ $(redis_cli zcard "$(queue_key "fair")") == 1 ]]'
   run -0 rl release --token "$TOKEN" fair
   reaped 0 "$BG_PID" 20
   [ "$(field fair token)" = "$(cat "$BG_OUT")" ]
@@ -206,7 +203,7 @@ one_warning_about() {
   local ttl
   take ext -t 20s
   # As if most of the lease had run out.
-  [ "$(redis_cli pexpire 'rlock:{ext}' 1000)" = 1 ]
+  [ "$(redis_cli pexpire "$(lock_key 'ext')" 1000)" = 1 ]
   run -0 --separate-stderr rl extend --token "$TOKEN" ext
   ttl=$(pttl ext)
   echo "pttl: $ttl"
@@ -217,7 +214,7 @@ one_warning_about() {
 @test "extend with another token: exit 1, a warning on stderr, the lease unchanged" {
   local ttl
   take ext
-  [ "$(redis_cli pexpire 'rlock:{ext}' 5000)" = 1 ]
+  [ "$(redis_cli pexpire "$(lock_key 'ext')" 5000)" = 1 ]
   run -1 --separate-stderr rl extend --token 0123456789abcdef0123456789abcdef -t 60s ext
   [ -z "$output" ]
   one_warning_about ext
@@ -230,7 +227,7 @@ one_warning_about() {
 @test "extend of a free lock exits 1" {
   run -1 --separate-stderr rl extend --token 0123456789abcdef0123456789abcdef free
   one_warning_about free
-  key_absent 'rlock:{free}'
+  key_absent "$(lock_key 'free')"
 }
 
 # ---- release ---------------------------------------------------------------
@@ -240,7 +237,7 @@ one_warning_about() {
   run -0 --separate-stderr rl release --token "$TOKEN" rel
   [ -z "$output" ]
   [ -z "$stderr" ]
-  key_absent 'rlock:{rel}'
+  key_absent "$(lock_key 'rel')"
   run -1 --separate-stderr rl release --token "$TOKEN" rel
   one_warning_about rel
 }
@@ -258,7 +255,7 @@ one_warning_about() {
   run -0 --separate-stderr rl release --force busy
   [ -z "$output" ]
   [ "$stderr" = "rlock: broke lock 'busy' held by $me:$HOLDER_PID (sleep 30)" ]
-  key_absent 'rlock:{busy}'
+  key_absent "$(lock_key 'busy')"
   # The holder finds out at its next renewal.
   reaped 70 "$HOLDER_PID" 20
 }
@@ -270,7 +267,7 @@ one_warning_about() {
   [[ $pid =~ ^[0-9]+$ ]]
   run -0 --separate-stderr rl release --force scripted
   [ "$stderr" = "rlock: broke lock 'scripted' held by $me:$pid (bash ./caller.sh scripted)" ]
-  key_absent 'rlock:{scripted}'
+  key_absent "$(lock_key 'scripted')"
 }
 
 @test "release --force of a free lock exits 1" {
@@ -314,7 +311,7 @@ one_warning_about() {
 
 @test "check turns to 1 once the lease has expired" {
   take chk -t 500ms
-  wait_until 10 key_absent 'rlock:{chk}'
+  wait_until 10 key_absent "$(lock_key 'chk')"
   run -1 rl check --token "$TOKEN" chk
 }
 
@@ -329,7 +326,7 @@ one_warning_about() {
   echo "$output"
   echo "$stderr"
   [ "$output" = "$(printf '%s\n' checked extended long pttl)" ]
-  key_absent 'rlock:{job}'
+  key_absent "$(lock_key 'job')"
 }
 
 @test "\$RLOCK_TOKEN: after eval acquire --env, check/extend/release need no --token" {
@@ -343,7 +340,7 @@ one_warning_about() {
   echo "$output"
   echo "$stderr"
   [ "$output" = "$(printf '%s\n' checked extended long released 'check after release: 1')" ]
-  key_absent 'rlock:{job}'
+  key_absent "$(lock_key 'job')"
 }
 
 @test "\$RLOCK_TOKEN of someone else: release exits 1, --token wins over it" {
@@ -351,7 +348,7 @@ one_warning_about() {
   RLOCK_NAME=job RLOCK_TOKEN=0123456789abcdef0123456789abcdef run -1 --separate-stderr rl release job
   [ "$(field job token)" = "$TOKEN" ]
   RLOCK_NAME=job RLOCK_TOKEN=0123456789abcdef0123456789abcdef run -0 --separate-stderr rl release --token "$TOKEN" job
-  key_absent 'rlock:{job}'
+  key_absent "$(lock_key 'job')"
 }
 
 @test "no --token and no \$RLOCK_TOKEN: extend, release, check exit 64 naming --token" {
@@ -386,18 +383,18 @@ one_warning_about() {
   running "$BG_PID"
   # Waiting touched nothing: same hash, no queue.
   [ "$(hash_of busy)" = "$before" ]
-  key_absent 'rlock:{busy}:queue'
+  key_absent "$(queue_key 'busy')"
   run -0 rl release --token "$TOKEN" busy
   reaped 0 "$BG_PID" 20
-  key_absent 'rlock:{busy}'
+  key_absent "$(lock_key 'busy')"
   # At most the last fence, kept for a second after the acquisition.
-  [ "$(redis_cli --scan | grep -cvxF 'rlock:{busy}:fence')" = 0 ]
+  [ "$(redis_cli --scan | grep -cvxF "$(fence_key 'busy')")" = 0 ]
 }
 
 @test "wait returns 0 when the holder's lease expires" {
   take busy -t 1s
   run -0 --separate-stderr rl wait -w 20 busy
-  key_absent 'rlock:{busy}'
+  key_absent "$(lock_key 'busy')"
 }
 
 @test "wait -w 0.5 of a held lock exits 75; the lock is untouched" {

@@ -16,13 +16,10 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   ready=$BATS_TEST_TMPDIR/ready
 }
-teardown() { common_teardown; }
 
 # forwarded_and_trapped SIG: the child traps SIG and exits 0, so rlock
 # exits 0 and the child's output shows it got SIG.
@@ -32,7 +29,7 @@ forwarded_and_trapped() {
   run -0 --separate-stderr rl "trap-$sig" sh -c \
     "trap 'echo got-$sig; exit 0' $sig; $(ready_cmd "$ready"); while :; do sleep 0.1; done"
   [ "$output" = "got-$sig" ]
-  key_absent "rlock:{trap-$sig}"
+  key_absent "$(lock_key "trap-$sig")"
 }
 
 # forwarded_and_fatal SIG N: the child does not trap SIG and dies of it, so
@@ -44,7 +41,7 @@ forwarded_and_fatal() {
   run "-$((128 + num))" --separate-stderr rl "fatal-$sig" sh -c \
     "ulimit -c 0; $(ready_cmd "$ready"); exec sleep 30"
   [ -z "$output" ]
-  key_absent "rlock:{fatal-$sig}"
+  key_absent "$(lock_key "fatal-$sig")"
 }
 
 # waiter_signalled SIG N: rlock waits for a held lock and gets SIG: it exits
@@ -52,7 +49,7 @@ forwarded_and_fatal() {
 waiter_signalled() {
   local sig=$1 num=$2 start elapsed pidfile=$BATS_TEST_TMPDIR/waiter.pid
   bg "$RLOCK" busy sleep 30
-  wait_until 10 key_exists 'rlock:{busy}'
+  wait_until 10 key_exists "$(lock_key 'busy')"
   # The waiter has had a second to start waiting when the signal comes; if
   # it comes earlier, rlock must still exit 128+N without running anything.
   (
@@ -69,7 +66,7 @@ waiter_signalled() {
   [ -z "$output" ]
   # Bounded, not timed: the holder keeps the lock for 30 s.
   ((elapsed < 20000))
-  key_exists 'rlock:{busy}'
+  key_exists "$(lock_key 'busy')"
 }
 
 @test "SIGINT is forwarded to the child's group (child traps it)" {

@@ -10,13 +10,10 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   me="$(id -un)@$(hostname)"
 }
-teardown() { common_teardown; }
 
 # hold NAME [RLOCK OPTION...]: NAME held by a background `rlock NAME sleep 30`
 # until teardown; sets HOLDER_PID (rlock's PID).
@@ -45,7 +42,7 @@ check_width() {
 @test "status of a held lock shows NAME, user@host:pid, FENCE and the command" {
   local fence
   hold deploy
-  fence=$(redis_cli hget 'rlock:{deploy}' fence)
+  fence=$(redis_cli hget "$(lock_key 'deploy')" fence)
   run -0 --separate-stderr rl status deploy
   echo "$output"
   [ "${#lines[@]}" -eq 2 ]
@@ -106,7 +103,7 @@ check_width() {
   local name
   name=$(printf 'n%.0s' {1..100})
   bg "$RLOCK" "$name" sh -c 'sleep 30; : a very long command line that does not fit into eighty columns at all'
-  wait_until 10 key_exists "rlock:{$name}"
+  wait_until 10 key_exists "$(lock_key "$name")"
   run -0 --separate-stderr rl status
   check_width
 }
@@ -127,14 +124,14 @@ check_width() {
   done
   ((held >= 0 && free >= 0))
 
-  [ "$(json_get "$f" "[$held,\"key\"]")" = '"rlock:{held}"' ]
+  [ "$(json_get "$f" "[$held,\"key\"]")" = "\"$(lock_key held)\"" ]
   [ "$(json_get "$f" "[$held,\"held\"]")" = true ]
   [ "$(json_type "$f" "[$held,\"ttl_ms\"]")" = number ]
   (($(json_get "$f" "[$held,\"ttl_ms\"]") > 0))
   (($(json_get "$f" "[$held,\"ttl_ms\"]") <= 30000))
-  [ "$(json_get "$f" "[$held,\"token\"]")" = "\"$(redis_cli hget 'rlock:{held}' token)\"" ]
+  [ "$(json_get "$f" "[$held,\"token\"]")" = "\"$(redis_cli hget "$(lock_key 'held')" token)\"" ]
   [[ $(json_get "$f" "[$held,\"token\"]") =~ ^\"[0-9a-f]{32}\"$ ]]
-  [ "$(json_get "$f" "[$held,\"fence\"]")" = "$(redis_cli hget 'rlock:{held}' fence)" ]
+  [ "$(json_get "$f" "[$held,\"fence\"]")" = "$(redis_cli hget "$(lock_key 'held')" fence)" ]
   [ "$(json_type "$f" "[$held,\"owner\"]")" = object ]
   [ "$(json_get "$f" "[$held,\"owner\",\"host\"]")" = "\"$(hostname)\"" ]
   [ "$(json_get "$f" "[$held,\"owner\",\"pid\"]")" = "$HOLDER_PID" ]
@@ -200,7 +197,7 @@ check_width() {
 }
 
 @test "status on a key of the wrong type exits 69" {
-  redis_cli set 'rlock:{odd}' not-a-hash >/dev/null
+  redis_cli set "$(lock_key 'odd')" not-a-hash >/dev/null
   run -69 --separate-stderr rl status odd
   [[ $stderr == rlock:* ]]
 }
@@ -210,11 +207,11 @@ check_width() {
   hold held
   # Once the last fence is gone (a second after the acquisition), the keys
   # change no more by themselves.
-  wait_until 5 key_absent 'rlock:{held}:fence'
+  wait_until 5 key_absent "$(fence_key 'held')"
   before=$(redis_cli --scan | sort)
   run -0 rl status held
   run -1 rl status free
   run -0 rl status --json
   [ "$(redis_cli --scan | sort)" = "$before" ]
-  [ "$(redis_cli hget 'rlock:{held}' token)" != "" ]
+  [ "$(redis_cli hget "$(lock_key 'held')" token)" != "" ]
 }

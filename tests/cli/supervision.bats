@@ -17,8 +17,6 @@ bats_require_minimum_version 1.5.0
 load helpers
 load heartbeat
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   FROZEN_FILE=$BATS_TEST_TMPDIR/frozen
@@ -213,14 +211,14 @@ run_a_then_b() {
   run -0 timeout -s KILL 5 python3 -c \
     'import os,signal,sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execvp(sys.argv[1], sys.argv[1:])' \
     "$RLOCK" -t 1s chld true
-  key_absent 'rlock:{chld}'
+  key_absent "$(lock_key 'chld')"
 }
 
 @test "a waiter under nohup survives SIGHUP and runs its command" {
   local h w
   bg "$RLOCK" hup sleep 1.5
   h=$BG_PID
-  wait_until 10 key_exists 'rlock:{hup}'
+  wait_until 10 key_exists "$(lock_key 'hup')"
   bg nohup "$RLOCK" -w 10s hup sh -c 'echo ran >waiter.out'
   w=$BG_PID
   sleep 0.3
@@ -263,5 +261,5 @@ run_a_then_b() {
   echo "$wd" >>"$FROZEN_FILE"
   kill -STOP "$wd"
   exits_with 0 "$a"
-  key_absent 'rlock:{wd}'
+  key_absent "$(lock_key 'wd')"
 }

@@ -9,13 +9,10 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   command -v script >/dev/null || skip "script(1) is not installed"
 }
-teardown() { common_teardown; }
 
 # in_pty CMD: runs the shell command CMD with a pty as its terminal.
 in_pty() {
@@ -32,7 +29,7 @@ in_pty() {
 @test "at a terminal the exit status still passes through" {
   run -0 in_pty "'$RLOCK' tty-lock sh -c 'exit 7'; echo status=\$?"
   [[ $output == *status=7* ]]
-  key_absent 'rlock:{tty-lock}'
+  key_absent "$(lock_key 'tty-lock')"
 }
 
 @test "the child inherits no Redis socket (TCP)" {

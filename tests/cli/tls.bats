@@ -19,7 +19,6 @@ setup_file() {
   redis_make_certs "$REDIS_TLS_CERTS"
   common_setup_file
 }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   CERTS=$REDIS_TLS_CERTS
@@ -53,7 +52,7 @@ refused() {
   # Renewed (every TTL/3) and released over the same TLS transport.
   grep -q '"event":"renewed"' events.jsonl
   grep -q '"event":"released"' events.jsonl
-  key_absent 'rlock:{n}'
+  key_absent "$(lock_key 'n')"
 }
 
 @test "a certificate for the host name: rediss://localhost verifies" {
@@ -68,12 +67,12 @@ refused() {
   run -0 --separate-stderr tls status s
   [[ $output == *s* ]]
   run -0 tls release --token "$token" s
-  key_absent 'rlock:{s}'
+  key_absent "$(lock_key 's')"
 }
 
 @test "a waiter over TLS is woken by the release, not by polling" {
   bg "$RLOCK" --url "$TLS_URL" --tls-ca "$CERTS/ca.crt" --ttl 30s w sleep 1
-  wait_until 10 key_exists 'rlock:{w}'
+  wait_until 10 key_exists "$(lock_key 'w')"
   start=$(now_ms)
   # The holder's TTL is 30s, so the waiter's safety net would fire after 5s
   # at the earliest: only the release message wakes it sooner.

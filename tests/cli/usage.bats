@@ -11,11 +11,6 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
-setup() { common_setup; }
-teardown() { common_teardown; }
-
 # usage_error NEEDLE... -- ARG...: run rlock with ARGs; expect 64, empty
 # stdout, one stderr line starting with "rlock: " that contains every NEEDLE,
 # the marker command not run and redis empty.

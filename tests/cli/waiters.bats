@@ -18,8 +18,6 @@ setup_file() {
   redis_make_certs "$REDIS_TLS_CERTS"
   common_setup_file
 }
-teardown_file() { common_teardown_file; }
-setup() { common_setup; }
 teardown() {
   redis_cli config set maxclients 10000 >/dev/null
   common_teardown
@@ -37,12 +35,12 @@ calls() {
 
 @test "-n --fair on a held lock leaves no queue entry behind" {
   bg "$RLOCK" ph sleep 1
-  wait_until 5 key_exists 'rlock:{ph}'
+  wait_until 5 key_exists "$(lock_key 'ph')"
   run rl -n --fair ph true
   ((status == 75))
   run rl -w 0 --fair ph true
   ((status == 75))
-  [[ $(redis_cli zcard 'rlock:{ph}:queue') == 0 ]]
+  [[ $(redis_cli zcard "$(queue_key 'ph')") == 0 ]]
   reaped 0 "$BG_PID" 10
   # The free lock is free for everyone at once, not after the entry's 10s.
   run rl -n ph true
@@ -54,7 +52,7 @@ calls() {
   # behind a 1h holder: its safety net must grow to 10s.
   bg "$RLOCK" -t 150ms poll sleep 1.5
   local first=$BG_PID
-  wait_until 5 key_exists 'rlock:{poll}'
+  wait_until 5 key_exists "$(lock_key 'poll')"
   bg "$RLOCK" --fair -t 1h poll sleep 5
   local second=$BG_PID
   bg "$RLOCK" -v --fair poll true
@@ -92,7 +90,7 @@ proxy_control() {
 
 # held_for_ms NAME TTL_MS: true when NAME is held with a lease of TTL_MS.
 held_for_ms() {
-  [[ $(redis_cli hget "rlock:{$1}" ttl_ms) == "$2" ]]
+  [[ $(redis_cli hget "$(lock_key "$1")" ttl_ms) == "$2" ]]
 }
 
 # subscribed CHANNEL: true when someone listens on CHANNEL.
@@ -102,18 +100,18 @@ subscribed() {
 
 # held_by PID: true when the lock lr is held by a run whose pid is PID.
 held_by() {
-  [[ $(redis_cli hget 'rlock:{lr}' pid) == "$1" ]]
+  [[ $(redis_cli hget "$(lock_key 'lr')" pid) == "$1" ]]
 }
 
 @test "a waiter whose winning acquire lost its reply, then interrupted, leaves no lock" {
   start_proxy
   bg "$RLOCK" lr sh -c 'until [ -e go ]; do sleep 0.05; done'
   local holder=$BG_PID
-  wait_until 10 key_exists 'rlock:{lr}'
+  wait_until 10 key_exists "$(lock_key 'lr')"
   bg "$RLOCK" --url "redis://127.0.0.1:$PROXY_PORT/0" --io-timeout 300ms \
     lr echo waiter-ran
   local waiter=$BG_PID waiter_err=$BG_ERR
-  wait_until 15 subscribed 'rlock:{lr}:released'
+  wait_until 15 subscribed "$(released_channel lr)"
   # From now on the waiter's requests arrive 0.35s late and its replies 0.7s
   # late, past its 300ms: the acquire after the release runs on the server,
   # its reply is lost, and the waiter reconnects.
@@ -125,13 +123,13 @@ held_by() {
   kill -INT "$waiter"
   reaped 130 "$waiter" 10
   # Its token is released, not left to the 30s lease.
-  wait_until 5 key_absent 'rlock:{lr}'
+  wait_until 5 key_absent "$(lock_key 'lr')"
   not grep -q waiter-ran "$BG_OUT"
 }
 
 @test "a waiter rides out 'max number of clients reached' while reconnecting" {
   bg "$RLOCK" mc sleep 3
-  wait_until 10 key_exists 'rlock:{mc}'
+  wait_until 10 key_exists "$(lock_key 'mc')"
   bg "$RLOCK" -v -w 20s mc echo waiter-ran
   local waiter=$BG_PID waiter_out=$BG_OUT waiter_err=$BG_ERR
   wait_until 10 sh -c "redis-cli -s '$REDIS_SOCKET' client list | grep -q cmd=subscribe"
@@ -166,7 +164,7 @@ PY
   start_proxy "$REDIS_TLS_PORT"
   bg "$RLOCK" --url "rediss://127.0.0.1:$REDIS_TLS_PORT" --tls-ca "$certs/ca.crt" \
     tl sleep 5
-  wait_until 10 key_exists 'rlock:{tl}'
+  wait_until 10 key_exists "$(lock_key 'tl')"
   bg "$RLOCK" --url "rediss://127.0.0.1:$PROXY_PORT" --tls-ca "$certs/ca.crt" \
     --connect-timeout 500ms -v -w 20s tl echo waiter-ran
   local waiter=$BG_PID waiter_out=$BG_OUT waiter_err=$BG_ERR

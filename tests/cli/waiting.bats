@@ -13,13 +13,10 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 
-setup_file() { common_setup_file; }
-teardown_file() { common_teardown_file; }
 setup() {
   common_setup
   me="$(id -un)@$(hostname)"
 }
-teardown() { common_teardown; }
 
 # hold NAME [RLOCK OPTION...]: NAME held by a background rlock whose child
 # runs until the file "$BATS_TEST_TMPDIR/go.NAME" appears (see `let_go`);
@@ -30,7 +27,7 @@ hold() {
   bg "$RLOCK" "$@" "$name" sh -c \
     'while [ ! -e "$1" ]; do sleep 0.02; done' _ "$BATS_TEST_TMPDIR/go.$name"
   HOLDER_PID=$BG_PID
-  wait_until 10 key_exists "rlock:{$name}"
+  wait_until 10 key_exists "$(lock_key "$name")"
 }
 
 # let_go NAME: end the child of `hold NAME`; its rlock releases the lock.
@@ -40,7 +37,7 @@ let_go() {
 
 # queue_len NAME: number of entries in NAME's --fair queue (0 if none).
 queue_len() {
-  redis_cli zcard "rlock:{$1}:queue"
+  redis_cli zcard "$(queue_key "$1")"
 }
 
 # queue_is N NAME: true when NAME's queue has exactly N entries.
@@ -50,7 +47,7 @@ queue_is() {
 
 # queue_gone NAME: true when neither queue key of NAME exists.
 queue_gone() {
-  key_absent "rlock:{$1}:queue" && key_absent "rlock:{$1}:alive"
+  key_absent "$(queue_key "$1")" && key_absent "$(alive_key "$1")"
 }
 
 # server_time: set SERVER_US and SERVER_MS to the redis server's clock (the
@@ -145,16 +142,16 @@ EOF
   [ ! -s "$d/failures" ]
   # The rounds did stage contention: some waiters found the lock held.
   ((waited > 0))
-  key_absent 'rlock:{race}'
+  key_absent "$(lock_key 'race')"
 }
 
 @test "a waiter behind a lease that ends without a release acquires once it has expired" {
   local start elapsed
   # A dead holder: the lock hash and the fence counter as rlock writes them,
   # but nobody will ever release or renew it.
-  redis_cli hset 'rlock:{X}' token t fence 1 host h pid 1 user u command c ttl_ms 60000 >/dev/null
-  redis_cli set 'rlock:{X}:fence' 1 >/dev/null
-  [ "$(redis_cli pexpire 'rlock:{X}' 1500)" = 1 ]
+  redis_cli hset "$(lock_key 'X')" token t fence 1 host h pid 1 user u command c ttl_ms 60000 >/dev/null
+  redis_cli set "$(fence_key 'X')" 1 >/dev/null
+  [ "$(redis_cli pexpire "$(lock_key 'X')" 1500)" = 1 ]
   start=$(now_ms)
   run -0 --separate-stderr rl -w 10 X sh -c '
     echo "fence=$RLOCK_FENCE"
@@ -169,7 +166,7 @@ EOF
   [ "${lines[2]}" = mine ]
   # It cannot have run before the 1.5 s lease ended.
   ((elapsed >= 1400))
-  key_absent 'rlock:{X}'
+  key_absent "$(lock_key 'X')"
 }
 
 @test "--fair: 10 waiters get the lock in the order they queued" {
@@ -190,7 +187,7 @@ EOF
   echo "$output"
   [ "$output" = "$(seq 1 10)" ]
   queue_gone fifo
-  key_absent 'rlock:{fifo}'
+  key_absent "$(lock_key 'fifo')"
 }
 
 @test "--fair: a SIGKILLed waiter leaves the queue and the one behind it gets the lock" {
@@ -215,7 +212,7 @@ EOF
   [ ! -e "$BATS_TEST_TMPDIR/ran.a" ]
   [ -e "$BATS_TEST_TMPDIR/ran.b" ]
   queue_gone dead
-  key_absent 'rlock:{dead}'
+  key_absent "$(lock_key 'dead')"
 }
 
 @test "-w running out on a held lock gives 75, without and with --fair; --fair leaves the queue" {
@@ -227,7 +224,7 @@ EOF
   [ ! -e ran ]
   queue_gone busy
   # The holder is untouched.
-  [ "$(redis_cli hget 'rlock:{busy}' pid)" = "$HOLDER_PID" ]
+  [ "$(redis_cli hget "$(lock_key 'busy')" pid)" = "$HOLDER_PID" ]
 }
 
 @test "-w running out behind another --fair waiter removes only the leaver's entry" {
@@ -235,11 +232,11 @@ EOF
   hold busy
   bg "$RLOCK" --fair busy touch "$BATS_TEST_TMPDIR/ran.first"
   wait_until 10 queue_is 1 busy
-  first=$(redis_cli zrange 'rlock:{busy}:queue' 0 0)
+  first=$(redis_cli zrange "$(queue_key 'busy')" 0 0)
   run -75 rl --fair -w 0.5 busy touch ran
   [ ! -e ran ]
-  [ "$(redis_cli zrange 'rlock:{busy}:queue' 0 -1)" = "$first" ]
-  [ "$(redis_cli zrange 'rlock:{busy}:alive' 0 -1)" = "$first" ]
+  [ "$(redis_cli zrange "$(queue_key 'busy')" 0 -1)" = "$first" ]
+  [ "$(redis_cli zrange "$(alive_key 'busy')" 0 -1)" = "$first" ]
 }
 
 @test "SIGTERM to a waiting --fair rlock gives 143 and removes its queue entry" {
@@ -248,7 +245,7 @@ EOF
   bg "$RLOCK" --fair busy touch "$BATS_TEST_TMPDIR/ran.a"
   a=$BG_PID
   wait_until 10 queue_is 1 busy
-  token_a=$(redis_cli zrange 'rlock:{busy}:queue' 0 0)
+  token_a=$(redis_cli zrange "$(queue_key 'busy')" 0 0)
   bg "$RLOCK" --fair -w 20 busy touch "$BATS_TEST_TMPDIR/ran.b"
   b=$BG_PID
   wait_until 10 queue_is 2 busy
@@ -257,9 +254,9 @@ EOF
   [ ! -e "$BATS_TEST_TMPDIR/ran.a" ]
   # Only A's entry is gone, from both keys.
   queue_is 1 busy
-  [ -z "$(redis_cli zscore 'rlock:{busy}:queue' "$token_a")" ]
-  [ -z "$(redis_cli zscore 'rlock:{busy}:alive' "$token_a")" ]
-  [ "$(redis_cli zcard 'rlock:{busy}:alive')" = 1 ]
+  [ -z "$(redis_cli zscore "$(queue_key 'busy')" "$token_a")" ]
+  [ -z "$(redis_cli zscore "$(alive_key 'busy')" "$token_a")" ]
+  [ "$(redis_cli zcard "$(alive_key 'busy')")" = 1 ]
   # B is now the head and gets the lock on release.
   let_go busy
   reaped 0 "$b" 15
@@ -271,17 +268,17 @@ EOF
   server_time
   # A --fair waiter that is first in line (alive for another 60 s) and has not
   # taken the free lock yet.
-  redis_cli zadd 'rlock:{line}:queue' "$SERVER_US" tok >/dev/null
-  redis_cli zadd 'rlock:{line}:alive' $((SERVER_MS + 60000)) tok >/dev/null
-  key_absent 'rlock:{line}'
+  redis_cli zadd "$(queue_key 'line')" "$SERVER_US" tok >/dev/null
+  redis_cli zadd "$(alive_key 'line')" $((SERVER_MS + 60000)) tok >/dev/null
+  key_absent "$(lock_key 'line')"
   run -75 --separate-stderr rl -n line touch ran
   [ ! -e ran ]
   run -75 --separate-stderr rl -w 0.5 line touch ran
   [ ! -e ran ]
-  key_absent 'rlock:{line}'
+  key_absent "$(lock_key 'line')"
   # The entry is untouched.
-  [ "$(redis_cli zrange 'rlock:{line}:queue' 0 -1)" = tok ]
-  [ "$(redis_cli zrange 'rlock:{line}:alive' 0 -1)" = tok ]
+  [ "$(redis_cli zrange "$(queue_key 'line')" 0 -1)" = tok ]
+  [ "$(redis_cli zrange "$(alive_key 'line')" 0 -1)" = tok ]
 }
 
 @test "a plain waiter gets a free lock once the queue entry ahead of it expires" {
@@ -291,8 +288,8 @@ EOF
   start=$(now_ms)
   server_time
   # A --fair waiter that died right after joining: its entry expires in 1.5 s.
-  redis_cli zadd 'rlock:{line}:queue' "$SERVER_US" tok >/dev/null
-  redis_cli zadd 'rlock:{line}:alive' $((SERVER_MS + 1500)) tok >/dev/null
+  redis_cli zadd "$(queue_key 'line')" "$SERVER_US" tok >/dev/null
+  redis_cli zadd "$(alive_key 'line')" $((SERVER_MS + 1500)) tok >/dev/null
   run -0 rl -w 10 line touch ran
   elapsed=$(($(now_ms) - start))
   echo "elapsed: ${elapsed}ms"
@@ -313,12 +310,12 @@ EOF
   kill -STOP "$f"
   let_go gap
   reaped 0 "$HOLDER_PID"
-  key_absent 'rlock:{gap}'
+  key_absent "$(lock_key 'gap')"
   queue_is 1 gap
   run -75 rl -n gap touch ran
   run -75 rl -w 0.3 gap touch ran
   [ ! -e ran ]
-  key_absent 'rlock:{gap}'
+  key_absent "$(lock_key 'gap')"
   # The head, once running again, takes its turn.
   kill -CONT "$f"
   reaped 0 "$f" 15
@@ -356,8 +353,8 @@ EOF
 
 @test "status counts only live queue entries" {
   server_time
-  redis_cli zadd 'rlock:{stale}:queue' "$SERVER_US" live "$SERVER_US" dead >/dev/null
-  redis_cli zadd 'rlock:{stale}:alive' $((SERVER_MS + 60000)) live $((SERVER_MS - 1000)) dead >/dev/null
+  redis_cli zadd "$(queue_key 'stale')" "$SERVER_US" live "$SERVER_US" dead >/dev/null
+  redis_cli zadd "$(alive_key 'stale')" $((SERVER_MS + 60000)) live $((SERVER_MS - 1000)) dead >/dev/null
   run -1 --separate-stderr rl status --json stale
   [ "$(json_get <(echo "$output") '[0,"waiters"]')" = 1 ]
   [ "$(json_get <(echo "$output") '[0,"held"]')" = false ]
@@ -432,5 +429,5 @@ EOF
   [ "$(wc -l <"$d/fences")" -eq 5 ]
   awk 'NR > 1 && $1 <= prev { print "fence " $1 " after " prev; bad = 1 }
        { prev = $1 } END { exit bad }' "$d/fences"
-  key_absent 'rlock:{plain}'
+  key_absent "$(lock_key 'plain')"
 }
