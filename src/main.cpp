@@ -1,11 +1,8 @@
 // main() only parses the command line, dispatches and turns the one error
 // type into its message and exit code.
-#include <rlock/cli/doctor.hpp>
+#include <rlock/cli/commands.hpp>
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/parser.hpp>
-#include <rlock/cli/run.hpp>
-#include <rlock/cli/status.hpp>
-#include <rlock/cli/step.hpp>
 #include <rlock/proc/process_title.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/util/error.hpp>
@@ -61,25 +58,6 @@ close_stdout(int exit_code) {
   return exit_code;
 }
 
-int
-dispatch(const rlock::cli::ParsedCommand& command) {
-  using namespace rlock::cli;
-  if (const auto* info = std::get_if<InfoRequest>(&command)) {
-    std::fputs(info->text.c_str(), stdout);
-    return rlock::exit_code::k_success;
-  }
-  if (const auto* status = std::get_if<StatusOptions>(&command)) {
-    return run_status(*status);
-  }
-  if (const auto* step = std::get_if<StepOptions>(&command)) {
-    return run_step(*step);
-  }
-  if (const auto* doctor = std::get_if<DoctorOptions>(&command)) {
-    return run_doctor(*doctor);
-  }
-  return run_lock(std::get<RunOptions>(command));
-}
-
 } // namespace
 
 int
@@ -99,8 +77,8 @@ main(int argc, char** argv) {
                                               env("REDISCLI_AUTH"),
                                               env("RLOCK_NAME"),
                                               env("RLOCK_RESTART_GRACE")};
-    const int code = close_stdout(
-        dispatch(rlock::cli::parse_command_line(args, environment)));
+    const int code = close_stdout(rlock::cli::run_command(
+        rlock::cli::parse_command_line(args, environment)));
     if (const int signal = rlock::proc::pending_end_signal()) {
       rlock::proc::die_by_signal(signal);
     }

@@ -45,7 +45,7 @@ usage_error(std::vector<std::string> args) {
 TEST_CASE("flags after COMMAND belong to the child") {
   const auto options = parse_run({"-n", "n", "ls", "-l", "--ttl", "5"});
   CHECK(options.name == "n");
-  CHECK(options.nonblock);
+  CHECK(options.waiting.nonblock);
   CHECK(options.command == std::vector<std::string>{"ls", "-l", "--ttl", "5"});
   CHECK(options.timing.ttl == 30s);
 }
@@ -64,9 +64,9 @@ TEST_CASE("options before NAME with their values") {
                                   "name",
                                   "cmd"});
   CHECK(options.timing.ttl == 10s);
-  CHECK(options.wait == 2min);
-  CHECK_FALSE(options.nonblock);
-  CHECK(options.conflict_exit_code == 3);
+  CHECK(options.waiting.wait == 2min);
+  CHECK_FALSE(options.waiting.nonblock);
+  CHECK(options.waiting.conflict_exit_code == 3);
   CHECK(options.kill_signal == SIGINT);
   CHECK(options.timing.kill_after == 1s);
   CHECK(options.log_level == rlock::log::Level::verbose);
@@ -74,14 +74,14 @@ TEST_CASE("options before NAME with their values") {
 
 TEST_CASE("clustered short options and attached values") {
   const auto options = parse_run({"-nvt5", "x", "true"});
-  CHECK(options.nonblock);
+  CHECK(options.waiting.nonblock);
   CHECK(options.timing.ttl == 5s);
   CHECK(options.log_level == rlock::log::Level::verbose);
 }
 
 TEST_CASE("-w 0 is -n and --timeout is -w") {
-  CHECK(parse_run({"-w", "0", "x", "true"}).nonblock);
-  CHECK(parse_run({"--timeout", "3s", "x", "true"}).wait == 3s);
+  CHECK(parse_run({"-w", "0", "x", "true"}).waiting.nonblock);
+  CHECK(parse_run({"--timeout", "3s", "x", "true"}).waiting.wait == 3s);
 }
 
 TEST_CASE("-c runs a shell command, before or after NAME") {
@@ -188,9 +188,9 @@ TEST_CASE("--restart-grace, then $RLOCK_RESTART_GRACE, then 30s; 0 is off") {
             .server.restart_grace
         == 0s);
   const auto acquire = parse({"acquire", "--restart-grace=2m", "x"});
-  CHECK(std::get<StepOptions>(acquire).server.restart_grace == 2min);
+  CHECK(std::get<AcquireOptions>(acquire).server.restart_grace == 2min);
   const auto wait = parse({"wait", "x"}, environment);
-  CHECK(std::get<StepOptions>(wait).server.restart_grace == 45s);
+  CHECK(std::get<WaitFreeOptions>(wait).server.restart_grace == 45s);
   // Only the commands that take a lock or wait for one have it.
   CHECK_FALSE(usage_error({"check", "--restart-grace", "1s", "x"}).empty());
   environment.restart_grace = "1y";
@@ -272,13 +272,13 @@ TEST_CASE("a valued option given twice takes the last value") {
                             "b",
                             "x"});
   CHECK(options.timing.ttl == 6s);
-  CHECK(options.wait == 2s);
+  CHECK(options.waiting.wait == 2s);
   CHECK(options.command == std::vector<std::string>{"/bin/sh", "-c", "b"});
   options =
       parse_run({"--url", "redis://a:1", "--url", "redis://b:2", "x", "true"});
   CHECK(options.server.endpoint.host == "b");
   const auto step = parse({"acquire", "-t", "1s", "--ttl", "2s", "x"});
-  CHECK(std::get<StepOptions>(step).ttl == 2s);
+  CHECK(std::get<AcquireOptions>(step).ttl == 2s);
 }
 
 TEST_CASE("edge cases of the command line give a usage error that says why") {
@@ -312,7 +312,15 @@ TEST_CASE("$RLOCK_TOKEN counts only for the lock $RLOCK_NAME names") {
   environment.rlock_token = "0123456789abcdef0123456789abcdef";
   environment.rlock_name = "outer";
   const auto token = [&](std::vector<std::string> args) {
-    return std::get<StepOptions>(parse(std::move(args), environment)).token;
+    return std::visit(
+        [](const auto& options) -> std::string {
+          if constexpr (requires { options.token; }) {
+            return options.token;
+          }
+          FAIL("no token");
+          return {};
+        },
+        parse(std::move(args), environment));
   };
   CHECK(token({"release", "outer"}) == *environment.rlock_token);
   CHECK(token({"check", "--token", "t", "inner"}) == "t");
@@ -333,4 +341,41 @@ TEST_CASE("$RLOCK_TOKEN counts only for the lock $RLOCK_NAME names") {
   environment.rlock_name.reset();
   CHECK_THAT(error({"check", "outer"}),
              Catch::Contains("$RLOCK_NAME is not set"));
+}
+
+TEST_CASE("each default is the one the help text shows") {
+  namespace d = rlock::cli::defaults;
+  CHECK(d::help_text(30s) == "30s");
+  CHECK(d::help_text(5min) == "5m");
+  CHECK(d::help_text(2h) == "2h");
+  CHECK(d::help_text(90s) == "90s");
+  CHECK(d::help_text(500ms) == "500ms");
+  const auto help = [](std::vector<std::string> args) {
+    return std::get<InfoRequest>(parse(std::move(args))).text;
+  };
+  const auto run = parse_run({"x", "true"});
+  CHECK(run.timing.ttl == d::k_run_ttl);
+  CHECK(run.server.prefix == d::k_prefix);
+  CHECK(run.server.connect.connect_timeout == d::k_connect_timeout);
+  CHECK(run.server.connect.io_timeout == d::k_io_timeout);
+  CHECK(run.server.restart_grace == d::k_restart_grace);
+  CHECK(run.waiting.conflict_exit_code == d::k_conflict_exit_code);
+  CHECK(run.kill_signal == d::k_kill_signal);
+  CHECK_THAT(help({"--help"}),
+             Catch::Contains("renewed every TTL/3 (30s)")
+                 && Catch::Contains("per connection attempt (2s)")
+                 && Catch::Contains("per reply (5s)")
+                 && Catch::Contains("($RLOCK_PREFIX, rlock:)")
+                 && Catch::Contains("0..255 (75)")
+                 && Catch::Contains("on lock loss (TERM)")
+                 && Catch::Contains("($RLOCK_RESTART_GRACE, 30s)"));
+  const auto acquire = std::get<AcquireOptions>(parse({"acquire", "x"}));
+  CHECK(acquire.ttl == d::k_acquire_ttl);
+  CHECK_THAT(help({"acquire", "--help"}), Catch::Contains("not renewed (5m)"));
+  CHECK(std::get<ExtendOptions>(parse({"extend", "--token", "t", "x"})).length
+        == std::nullopt);
+  CHECK(std::get<DoctorOptions>(parse({"doctor"})).timing.ttl
+        == d::k_doctor_ttl);
+  CHECK_THAT(help({"status", "--help"}),
+             Catch::Contains("redraw every D (2s)"));
 }

@@ -1,44 +1,28 @@
+#include <rlock/cli/acquire.hpp>
+#include <rlock/cli/check.hpp>
 #include <rlock/cli/commands.hpp>
+#include <rlock/cli/doctor.hpp>
+#include <rlock/cli/exit_codes.hpp>
+#include <rlock/cli/extend.hpp>
+#include <rlock/cli/release.hpp>
+#include <rlock/cli/run.hpp>
+#include <rlock/cli/status.hpp>
+#include <rlock/cli/wait.hpp>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace rlock::cli {
 
 const std::vector<CommandEntry>&
 command_table() {
-  static const std::vector<CommandEntry> table{
-      {"status",
-       "show who holds which lock",
-       "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
-       "[NAME...]",
-       ""},
-      {"acquire",
-       "take the lock for a script; print the token",
-       "rlock acquire [-n|-w D] [-t D] [--fair] [--json|--env] NAME",
-       "Exit: 0 acquired (token on stdout), 75 not acquired (-E), 69 Redis\n"
-       "unavailable. Example: eval \"$(rlock acquire --env NAME)\""},
-      {"extend",
-       "extend a lock taken with acquire",
-       "rlock extend [--token T] [-t D] NAME",
-       "Exit: 0 extended, 1 not held by that token."},
-      {"release",
-       "release a lock taken with acquire",
-       "rlock release [--token T | --force] NAME",
-       "Exit: 0 released, 1 not held by that token (or free, with --force)."},
-      {"check",
-       "tell whether the token still holds the lock",
-       "rlock check [--token T] [--min-validity D] NAME",
-       "Exit: 0 the token holds the lock with at least --min-validity left,\n"
-       "1 otherwise."},
-      {"wait",
-       "wait until the lock is free, without taking it",
-       "rlock wait [-w D] NAME",
-       "Exit: 0 the lock is free, 75 -w ran out (-E)."},
-      {"doctor",
-       "check that Redis keeps locks safe",
-       "rlock doctor [-t D] [--json]",
-       ""},
-  };
+  static const std::vector<CommandEntry> table{status_command(),
+                                               acquire_command(),
+                                               extend_command(),
+                                               release_command(),
+                                               check_command(),
+                                               wait_command(),
+                                               doctor_command()};
   return table;
 }
 
@@ -50,6 +34,21 @@ find_command(std::string_view name) {
         return entry.name == name;
       });
   return found == table.end() ? nullptr : &*found;
+}
+
+namespace {
+
+int
+run(const InfoRequest& info) {
+  std::fputs(info.text.c_str(), stdout);
+  return exit_code::k_success;
+}
+
+} // namespace
+
+int
+run_command(const ParsedCommand& command) {
+  return std::visit([](const auto& options) { return run(options); }, command);
 }
 
 } // namespace rlock::cli

@@ -1,17 +1,26 @@
 #pragma once
 
+#include <rlock/cli/options.hpp>
+#include <rlock/cli/raw_options.hpp>
+
 #include <string_view>
 #include <vector>
 
 namespace rlock::cli {
 
-// One subcommand of rlock, as help, dispatch and the docs test know it. Run
-// mode (`rlock NAME COMMAND`) is the default, not an entry.
+// One subcommand of rlock, as help, parsing, dispatch and the docs test know
+// it. Each lives in its own file with its run function. Run mode (`rlock
+// NAME COMMAND`) is the default, not an entry (cli/run_mode.hpp).
 struct CommandEntry {
   std::string_view name;
   std::string_view summary; // one line, for `rlock --help`
   std::string_view usage;   // the synopsis, the same in every help text
   std::string_view footer;  // what `rlock NAME --help` ends with; may be ""
+  // Adds the command's options, its own and the shared ones it takes.
+  void (*add_options)(CLI::App& app, detail::RawOptions& raw);
+  // Checks what was typed and returns the command's options.
+  ParsedCommand (*options_of)(const detail::RawOptions& raw,
+                              const Environment& environment);
 };
 
 // The subcommands, in the order help lists them.
@@ -19,5 +28,9 @@ const std::vector<CommandEntry>& command_table();
 
 // Returns the entry named `name`, or nullptr.
 const CommandEntry* find_command(std::string_view name);
+
+// Runs a parsed command line and returns the exit code. Throws Error when
+// the command fails in a way that has no exit code of its own.
+int run_command(const ParsedCommand& command);
 
 } // namespace rlock::cli

@@ -5,12 +5,40 @@
 #include <rlock/lock/store.hpp>
 #include <rlock/util/error.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <string>
 
 namespace rlock::cli {
 
 namespace {
+
+void
+add_options(CLI::App& app, detail::RawOptions& raw) {
+  detail::add_optional(app,
+                       "-t,--ttl",
+                       raw.doctor.ttl,
+                       "judge the round trip against a D lease ("
+                           + defaults::help_text(defaults::k_doctor_ttl) + ")")
+      ->type_name("D")
+      ->group("Checks");
+  app.add_flag("--json", raw.doctor.json, "print a JSON object")
+      ->group("Output");
+  detail::add_server_options(app, raw);
+  app.set_help_flag("-h,--help", "print this help and exit")->group("Output");
+}
+
+ParsedCommand
+options_of(const detail::RawOptions& raw, const Environment& environment) {
+  DoctorOptions options;
+  options.server = detail::server_of(raw, environment);
+  options.json = raw.doctor.json;
+  const auto ttl = detail::duration_or(
+      raw.doctor.ttl, defaults::k_doctor_ttl, "--ttl", false);
+  options.timing = detail::timing_of(ttl, std::nullopt);
+  return options;
+}
 
 void
 write_out(const std::string& text) {
@@ -22,8 +50,21 @@ write_out(const std::string& text) {
 
 } // namespace
 
+CommandEntry
+doctor_command() {
+  return {"doctor",
+          "check that Redis keeps locks safe",
+          "rlock doctor [-t D] [--json]",
+          "Checks eviction, persistence, replication, round trip, clock and\n"
+          "version; one line each: ok, warn, fail or unknown, name, message.\n"
+          "Exit: 0 every check ok, 1 any other, 69 Redis unavailable,\n"
+          "74 output could not be written.",
+          add_options,
+          options_of};
+}
+
 int
-run_doctor(const DoctorOptions& options) {
+run(const DoctorOptions& options) {
   const auto store = open_store(options.server);
   // One server today; a store over several examines each.
   const auto facts = store->examine().front();

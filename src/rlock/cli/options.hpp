@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rlock/cli/defaults.hpp>
 #include <rlock/lock/timing.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/url.hpp>
@@ -16,10 +17,19 @@ namespace rlock::cli {
 struct ServerOptions {
   redis::Endpoint endpoint;
   redis::ConnectOptions connect;
-  std::string prefix = "rlock:";
+  std::string prefix{defaults::k_prefix};
   // --restart-grace (run, acquire, wait): a server up less than this grants
   // no lock; zero: off.
   Duration restart_grace{};
+};
+
+// How long to wait for a lock: -n, -w, --fair and the code when it is not
+// acquired (run, acquire, wait).
+struct WaitingOptions {
+  bool nonblock = false;
+  std::optional<Duration> wait; // none: wait forever
+  bool fair = false;            // --fair: wait in the FIFO queue
+  int conflict_exit_code = defaults::k_conflict_exit_code;
 };
 
 // rlock [OPTIONS] NAME COMMAND [ARG...]
@@ -27,36 +37,59 @@ struct RunOptions {
   ServerOptions server;
   std::string name;
   std::vector<std::string> command; // argv; ["/bin/sh", "-c", STR] for -c
-  bool nonblock = false;
-  bool fair = false;            // --fair: wait in the FIFO queue
-  std::optional<Duration> wait; // none: wait forever
+  WaitingOptions waiting;
   lock::LeaseTiming timing{};
-  int conflict_exit_code = 75;
-  int kill_signal = 15;
+  int kill_signal = defaults::k_kill_signal;
   log::Level log_level = log::Level::normal;
   std::optional<Duration> hold;     // --hold: keep the lock at least this long
   std::optional<Duration> once_per; // --once-per: one success per slot
   std::string events_path;          // --events: JSON lines; "-" is stderr
 };
 
-// rlock acquire|extend|release|check|wait: one step of a lock's life, for
-// shell scripts.
-struct StepOptions {
-  enum class Action { acquire, extend, release, check, wait };
+// rlock acquire: take a lock for a script, print its token.
+struct AcquireOptions {
   enum class Output { token, json, env };
 
-  Action action = Action::acquire;
   ServerOptions server;
   std::string name;
-  std::string token; // --token, else $RLOCK_TOKEN
-  Duration ttl{};    // acquire: --ttl (5m); extend: zero keeps the lock's
-  bool nonblock = false;
-  std::optional<Duration> wait;
-  bool fair = false;
-  int conflict_exit_code = 75;
+  Duration ttl{defaults::k_acquire_ttl}; // the lease, not renewed
+  WaitingOptions waiting;
   Output output = Output::token;
+  log::Level log_level = log::Level::normal;
+};
+
+// rlock extend: renew a lock taken with acquire.
+struct ExtendOptions {
+  ServerOptions server;
+  std::string name;
+  std::string token;              // --token, else $RLOCK_TOKEN
+  std::optional<Duration> length; // none: the length it was taken with
+  log::Level log_level = log::Level::normal;
+};
+
+// rlock release: give a lock back, or break it with --force.
+struct ReleaseOptions {
+  ServerOptions server;
+  std::string name;
+  std::string token; // empty with --force
   bool force = false;
-  Duration min_validity{};
+  log::Level log_level = log::Level::normal;
+};
+
+// rlock check: does the token hold the lock, with enough time left?
+struct CheckOptions {
+  ServerOptions server;
+  std::string name;
+  std::string token;
+  Duration min_validity{defaults::k_min_validity};
+  log::Level log_level = log::Level::normal;
+};
+
+// rlock wait: wait until the lock is free, without taking it.
+struct WaitFreeOptions {
+  ServerOptions server;
+  std::string name;
+  WaitingOptions waiting; // -w and -E; never -n or --fair
   log::Level log_level = log::Level::normal;
 };
 
@@ -82,8 +115,15 @@ struct InfoRequest {
   std::string text;
 };
 
-using ParsedCommand = std::
-    variant<RunOptions, StatusOptions, StepOptions, DoctorOptions, InfoRequest>;
+using ParsedCommand = std::variant<RunOptions,
+                                   AcquireOptions,
+                                   ExtendOptions,
+                                   ReleaseOptions,
+                                   CheckOptions,
+                                   WaitFreeOptions,
+                                   StatusOptions,
+                                   DoctorOptions,
+                                   InfoRequest>;
 
 // The environment variables that supply defaults.
 struct Environment {

@@ -1,8 +1,9 @@
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/lock/keys.hpp>
-#include <rlock/lock/restart_grace.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <unistd.h>
 
@@ -16,9 +17,154 @@ namespace rlock::cli::detail {
 
 namespace {
 
-constexpr std::string_view k_default_url = "redis://127.0.0.1:6379/0";
+// Returns the help text's "(DEFAULT)" for a duration.
+std::string
+shown(Duration duration) {
+  return "(" + defaults::help_text(duration) + ")";
+}
 
 } // namespace
+
+CLI::Option*
+add_optional(CLI::App& app,
+             const std::string& names,
+             std::optional<std::string>& target,
+             const std::string& help) {
+  return app.add_option_function<std::string>(
+      names, [&target](const std::string& value) { target = value; }, help);
+}
+
+void
+add_server_options(CLI::App& app, RawOptions& raw) {
+  const std::string group = "Connection";
+  add_optional(app,
+               "--url",
+               raw.url,
+               "redis[s]://[user[:pass]@]host[:port][/db]\n"
+               "or unix:///path.sock[?db=N]\n"
+               "($RLOCK_URL, $REDIS_URL, "
+                   + std::string(defaults::k_url) + ")")
+      ->type_name("URL")
+      ->group(group);
+  add_optional(app,
+               "--prefix",
+               raw.prefix,
+               "key prefix ($RLOCK_PREFIX, " + std::string(defaults::k_prefix)
+                   + ")")
+      ->type_name("P")
+      ->group(group);
+  add_optional(app,
+               "--connect-timeout",
+               raw.connect_timeout,
+               "per connection attempt " + shown(defaults::k_connect_timeout))
+      ->type_name("D")
+      ->group(group);
+  add_optional(app,
+               "--io-timeout",
+               raw.io_timeout,
+               "per reply " + shown(defaults::k_io_timeout))
+      ->type_name("D")
+      ->group(group);
+  add_optional(app,
+               "--password-file",
+               raw.password_file,
+               "password: the file's first line\n"
+               "(else the URL's, $RLOCK_PASSWORD, $REDISCLI_AUTH)")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(app,
+               "--tls-ca",
+               raw.tls_ca,
+               "rediss://: CA certificates (PEM) to verify\n"
+               "the server with (the system's)")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(
+      app, "--tls-cert", raw.tls_cert, "rediss://: client certificate (PEM)")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(app, "--tls-key", raw.tls_key, "rediss://: its private key")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(app,
+               "--tls-server-name",
+               raw.tls_server_name,
+               "rediss://: name to verify (the URL's host)")
+      ->type_name("NAME")
+      ->group(group);
+  app.add_flag("--tls-insecure",
+               raw.tls_insecure,
+               "rediss://: do not verify the server (unsafe)")
+      ->group(group);
+}
+
+void
+add_output_options(CLI::App& app, RawOptions& raw) {
+  const std::string output = "Output";
+  app.add_flag("-v,--verbose", raw.verbose, "lifecycle lines on stderr")
+      ->group(output);
+  app.add_flag("-q,--quiet", raw.quiet, "nothing but errors on stderr")
+      ->group(output);
+  app.set_help_flag("-h,--help", "print this help and exit")->group(output);
+}
+
+void
+add_wait_options(CLI::App& app, RawOptions& raw, bool with_nonblock) {
+  const std::string waiting = "Waiting";
+  if (with_nonblock) {
+    app.add_flag(
+           "-n,--nonblock", raw.nonblock, "fail at once if the lock is held")
+        ->group(waiting);
+    app.add_flag("--fair", raw.fair, "wait in line: first come, first served")
+        ->group(waiting);
+  }
+  add_optional(app,
+               "-w,--wait,--timeout",
+               raw.wait,
+               "give up after D; -w 0 is -n (forever)")
+      ->type_name("D")
+      ->group(waiting);
+  add_optional(app,
+               "--restart-grace",
+               raw.restart_grace,
+               "take no lock from a server up less than D;\n"
+               "0 turns it off ($RLOCK_RESTART_GRACE, "
+                   + defaults::help_text(defaults::k_restart_grace) + ")")
+      ->type_name("D")
+      ->group(waiting);
+  add_optional(app,
+               "-E,--conflict-exit-code",
+               raw.conflict_exit_code,
+               "exit code when not acquired, 0..255 ("
+                   + std::to_string(defaults::k_conflict_exit_code) + ")")
+      ->type_name("N")
+      ->group(waiting);
+}
+
+void
+add_version_flag(CLI::App& app, RawOptions& raw) {
+  app.add_flag("-V,--version", raw.version, "print the version and exit")
+      ->group("Output");
+}
+
+void
+add_step_name(CLI::App& app, RawOptions& raw) {
+  // One value, so that a second word is an unexpected argument, not a new
+  // NAME (valued options take their last value).
+  app.add_option_function<std::string>(
+         "NAME",
+         [&raw](const std::string& name) { raw.step.name = name; },
+         "the lock")
+      ->type_name("")
+      ->required();
+}
+
+void
+add_token_option(CLI::App& app, RawOptions& raw) {
+  app.add_option("--token", raw.step.token, "the holder's token ($RLOCK_TOKEN)")
+      ->type_name("T")
+      ->group("Locking");
+}
 
 Duration
 duration_of(const std::string& text,
@@ -42,6 +188,14 @@ optional_duration_of(const std::optional<std::string>& text,
 }
 
 Duration
+duration_or(const std::optional<std::string>& text,
+            Duration fallback,
+            const std::string& option,
+            bool allow_zero) {
+  return text ? duration_of(*text, option, allow_zero) : fallback;
+}
+
+Duration
 restart_grace_of(const RawOptions& raw, const Environment& environment) {
   if (raw.restart_grace) {
     return duration_of(*raw.restart_grace, "--restart-grace", true);
@@ -49,9 +203,12 @@ restart_grace_of(const RawOptions& raw, const Environment& environment) {
   if (environment.restart_grace) {
     return duration_of(*environment.restart_grace, "RLOCK_RESTART_GRACE", true);
   }
-  return lock::k_default_restart_grace;
+  return defaults::k_restart_grace;
 }
 
+namespace {
+
+// Returns --conflict-exit-code's value, 0..255.
 int
 exit_code_of(const std::string& text) {
   int value = -1;
@@ -64,8 +221,6 @@ exit_code_of(const std::string& text) {
   }
   return value;
 }
-
-namespace {
 
 // Returns the first line of a --password-file, without its line end.
 std::string
@@ -165,7 +320,7 @@ server_of(const RawOptions& raw, const Environment& environment) {
     url = *environment.redis_url;
     option = "REDIS_URL";
   } else {
-    url = k_default_url;
+    url = defaults::k_url;
   }
   server.endpoint = value_or_usage_error(redis::parse_url(url), option);
   server.endpoint.password =
@@ -174,12 +329,61 @@ server_of(const RawOptions& raw, const Environment& environment) {
   // An empty --prefix is a prefix like any other.
   server.prefix = raw.prefix                 ? *raw.prefix
                   : environment.rlock_prefix ? *environment.rlock_prefix
-                                             : "rlock:";
-  server.connect.connect_timeout =
-      duration_of(raw.connect_timeout, "--connect-timeout", false);
-  server.connect.io_timeout =
-      duration_of(raw.io_timeout, "--io-timeout", false);
+                                             : defaults::k_prefix;
+  server.connect.connect_timeout = duration_or(raw.connect_timeout,
+                                               defaults::k_connect_timeout,
+                                               "--connect-timeout",
+                                               false);
+  server.connect.io_timeout = duration_or(
+      raw.io_timeout, defaults::k_io_timeout, "--io-timeout", false);
   return server;
+}
+
+lock::LeaseTiming
+timing_of(Duration ttl, std::optional<Duration> kill_after) {
+  const auto timing =
+      lock::make_timing(ttl, kill_after, {"--ttl", "--kill-after"});
+  if (!timing) {
+    throw_usage(timing.error());
+  }
+  return timing.value();
+}
+
+WaitingOptions
+waiting_of(const RawOptions& raw) {
+  WaitingOptions waiting;
+  waiting.wait = optional_duration_of(raw.wait, "--wait", true);
+  waiting.nonblock = raw.nonblock || waiting.wait == Duration::zero();
+  waiting.fair = raw.fair;
+  if (raw.conflict_exit_code) {
+    waiting.conflict_exit_code = exit_code_of(*raw.conflict_exit_code);
+  }
+  return waiting;
+}
+
+// $RLOCK_TOKEN belongs to the lock $RLOCK_NAME: a job that takes a second
+// lock inside `rlock NAME COMMAND` must not use the outer lock's token.
+std::string
+token_of(const RawOptions& raw,
+         const std::string& name,
+         const Environment& environment) {
+  if (!raw.step.token.empty()) {
+    return raw.step.token;
+  }
+  if (!environment.rlock_token || environment.rlock_token->empty()) {
+    throw_usage("--token: required, or set $RLOCK_TOKEN");
+  }
+  if (!environment.rlock_name) {
+    throw_usage("--token: required; $RLOCK_TOKEN counts only when $RLOCK_NAME"
+                " is "
+                + quote(name) + ", and $RLOCK_NAME is not set");
+  }
+  if (*environment.rlock_name != name) {
+    throw_usage("--token: required; $RLOCK_TOKEN is the token of "
+                + quote(*environment.rlock_name) + " ($RLOCK_NAME), not of "
+                + quote(name));
+  }
+  return *environment.rlock_token;
 }
 
 std::string

@@ -7,52 +7,102 @@
 #include <string_view>
 #include <vector>
 
-// Internal to the parser: the options as typed, and the checks that turn
-// them into values. Each check throws Error (usage) with one line naming the
-// option and quoting the bad value.
+namespace CLI {
+class App;
+class Option;
+} // namespace CLI
+
+// Internal to the parser and the commands: the options as typed, and the
+// checks that turn them into values. Each check throws Error (usage) with one
+// line naming the option and quoting the bad value.
 namespace rlock::cli::detail {
 
 inline constexpr std::string_view k_try_help = " (try 'rlock --help')";
 
-// Every option of every command, as typed; the optional ones are empty when
-// not given (an empty string given is an error, not a default).
-struct RawOptions {
-  std::optional<std::string> url;
-  std::optional<std::string> prefix;
-  std::optional<std::string> wait;
-  std::optional<std::string> restart_grace;
+// rlock NAME COMMAND's own options, as typed.
+struct RunRaw {
   std::optional<std::string> ttl;
   std::optional<std::string> kill_after;
+  std::optional<std::string> kill_signal;
+  std::optional<std::string> shell_command;
+  std::optional<std::string> hold;
+  std::optional<std::string> once_per;
+  std::string events;
+};
+
+struct StatusRaw {
+  std::vector<std::string> names;
+  bool json = false;
+  bool wide = false;
+  std::string match;
+  bool watch = false;
+  std::optional<std::string> interval;
+};
+
+struct DoctorRaw {
+  std::optional<std::string> ttl;
+  bool json = false;
+};
+
+// The one NAME of acquire, extend, release, check and wait.
+struct StepRaw {
+  std::string name;
+  std::optional<std::string> ttl; // acquire: the lease; extend: new length
+  std::string token;
+  bool force = false;
+  std::optional<std::string> min_validity;
+  bool json = false;
+  bool env = false;
+};
+
+// Every option as typed; the optional ones are empty when not given (an
+// empty string given is an error, not a default). The options every command
+// shares may also stand before a subcommand, so they live here once.
+struct RawOptions {
+  // Connection
+  std::optional<std::string> url;
+  std::optional<std::string> prefix;
+  std::optional<std::string> connect_timeout;
+  std::optional<std::string> io_timeout;
   std::optional<std::string> password_file;
   std::optional<std::string> tls_ca;
   std::optional<std::string> tls_cert;
   std::optional<std::string> tls_key;
   std::optional<std::string> tls_server_name;
   bool tls_insecure = false;
-  std::string connect_timeout = "2s";
-  std::string io_timeout = "5s";
-  std::string conflict_exit_code = "75";
-  std::string kill_signal = "TERM";
-  std::optional<std::string> shell_command;
-  std::optional<std::string> hold;
-  std::optional<std::string> once_per;
-  std::string events;
-  std::string token;
-  std::string min_validity = "0";
-  std::string match;
-  std::string interval = "2s";
+  // Waiting (run, acquire, wait)
+  std::optional<std::string> wait;
+  std::optional<std::string> restart_grace;
+  std::optional<std::string> conflict_exit_code;
   bool nonblock = false;
   bool fair = false;
+  // Output
   bool verbose = false;
   bool quiet = false;
   bool version = false;
-  bool json = false;
-  bool env = false;
-  bool force = false;
-  bool wide = false;
-  bool watch = false;
-  std::vector<std::string> names; // status NAMEs, or the one NAME of a step
+
+  RunRaw run;
+  StatusRaw status;
+  DoctorRaw doctor;
+  StepRaw step; // only one subcommand is parsed at a time
 };
+
+// Adds an option whose absence differs from an empty value.
+CLI::Option* add_optional(CLI::App& app,
+                          const std::string& names,
+                          std::optional<std::string>& target,
+                          const std::string& help);
+
+// The option groups several commands share.
+void add_server_options(CLI::App& app, RawOptions& raw);
+void add_output_options(CLI::App& app, RawOptions& raw);
+void add_wait_options(CLI::App& app, RawOptions& raw, bool with_nonblock);
+// -V, --version.
+void add_version_flag(CLI::App& app, RawOptions& raw);
+// The one NAME of a step (acquire, extend, release, check, wait).
+void add_step_name(CLI::App& app, RawOptions& raw);
+// The "Locking" group's --token, for extend, release and check.
+void add_token_option(CLI::App& app, RawOptions& raw);
 
 // Returns the duration typed for `option`; zero only when `allow_zero`.
 Duration duration_of(const std::string& text,
@@ -65,18 +115,34 @@ optional_duration_of(const std::optional<std::string>& text,
                      const std::string& option,
                      bool allow_zero);
 
+// Returns the duration typed for `option`, or `fallback` when not given.
+Duration duration_or(const std::optional<std::string>& text,
+                     Duration fallback,
+                     const std::string& option,
+                     bool allow_zero);
+
+// Returns the lease timing of --ttl and --kill-after.
+lock::LeaseTiming timing_of(Duration ttl, std::optional<Duration> kill_after);
+
+// Returns -n, -w, --fair and -E. Without `with_nonblock` (rlock wait), -w 0
+// is still "do not wait".
+WaitingOptions waiting_of(const RawOptions& raw);
+
 // Returns --restart-grace, else $RLOCK_RESTART_GRACE, else the default; zero
 // turns it off.
 Duration restart_grace_of(const RawOptions& raw,
                           const Environment& environment);
 
-// Returns --conflict-exit-code's value, 0..255.
-int exit_code_of(const std::string& text);
-
 // Returns the server, login, TLS settings and prefix, from the options or the
 // environment. The password comes from --password-file, else the URL, else
 // $RLOCK_PASSWORD, else $REDISCLI_AUTH.
 ServerOptions server_of(const RawOptions& raw, const Environment& environment);
+
+// Returns the token of `name`: --token, else $RLOCK_TOKEN when $RLOCK_NAME
+// says it is this lock's.
+std::string token_of(const RawOptions& raw,
+                     const std::string& name,
+                     const Environment& environment);
 
 // Returns NAME when it is a valid lock name.
 std::string validated_name(const std::string& name);

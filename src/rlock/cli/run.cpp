@@ -116,7 +116,7 @@ mark_slot(const Held& held) {
     held.lock.mark_slot_done(*held.slot,
                              held.slot->left + *held.options.once_per);
   } catch (const Error& e) {
-    log::warning(std::string(e.what())
+    log::warning(std::string("--once-per: ") + e.what()
                  + "; another run may follow in this slot");
   }
 }
@@ -196,7 +196,7 @@ supervise(proc::Child& child,
   std::optional<BootTime> sigkill_at;
   bool killed = false;
   while (true) {
-    const auto code = child.exit_code();
+    const auto code = child.shell_status();
     // The loss first: a child that ended after its lease may have run out
     // (killed by the watchdog while rlock was stopped, say) lost the lock.
     if (!result.loss) {
@@ -390,7 +390,7 @@ holder_of(const RunOptions& options) {
 } // namespace
 
 int
-run_lock(const RunOptions& options) {
+run(const RunOptions& options) {
   log::set_level(options.log_level);
   try {
     events::open(options.events_path);
@@ -407,18 +407,15 @@ run_lock(const RunOptions& options) {
   const lock::LockRequest request{
       options.name, random_token(), options.timing.ttl, holder_of(options)};
   const auto outcome = acquire_or_undo(
-      *store,
-      request,
-      lock::WaitOptions{options.nonblock, options.wait, options.fair},
-      signals);
+      *store, request, wait_options_of(options.waiting), signals);
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
-    report_not_acquired(options.name, options.wait, outcome.attempt);
-    return options.conflict_exit_code;
+    report_not_acquired(options.name, options.waiting.wait, outcome.attempt);
+    return options.waiting.conflict_exit_code;
   }
   lock::HeldLock lock(*store, request, outcome.attempt, options.timing);
   Held held{options, lock, std::nullopt};
@@ -436,14 +433,14 @@ run_lock(const RunOptions& options) {
   if (options.once_per) {
     try {
       held.slot = lock.current_slot(*options.once_per);
-    } catch (const Error&) {
+    } catch (const Error& e) {
       end_hold(held);
-      throw;
+      throw Error(e.kind(), std::string("--once-per: ") + e.what());
     }
     if (held.slot->done) {
       log::info(quote(options.name) + " already ran in this --once-per slot");
       end_hold(held);
-      return options.conflict_exit_code;
+      return options.waiting.conflict_exit_code;
     }
   }
   try {

@@ -9,6 +9,8 @@
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -22,6 +24,59 @@ namespace rlock::cli {
 namespace {
 
 constexpr std::size_t k_default_width = 80;
+
+void
+add_options(CLI::App& app, detail::RawOptions& raw) {
+  auto& status = raw.status;
+  app.add_option("NAME", status.names, "locks to show (default: all held)")
+      ->type_name("");
+  const std::string output = "Output";
+  app.add_flag("--json", status.json, "print a JSON array")->group(output);
+  app.add_flag("--wide", status.wide, "never cut the COMMAND column")
+      ->group(output);
+  app.add_option("--match", status.match, "only NAMEs matching a glob")
+      ->type_name("GLOB")
+      ->group(output);
+  app.add_flag("--watch", status.watch, "redraw until interrupted")
+      ->group(output);
+  detail::add_optional(app,
+                       "-i,--interval",
+                       status.interval,
+                       "redraw every D ("
+                           + defaults::help_text(defaults::k_status_interval)
+                           + ")")
+      ->type_name("D")
+      ->group(output);
+  detail::add_server_options(app, raw);
+  app.set_help_flag("-h,--help", "print this help and exit")->group(output);
+}
+
+ParsedCommand
+options_of(const detail::RawOptions& raw, const Environment& environment) {
+  const auto& status = raw.status;
+  if (status.json && (status.wide || status.watch)) {
+    throw_usage(std::string("--json and ")
+                + (status.wide ? "--wide" : "--watch") + " exclude each other");
+  }
+  StatusOptions options;
+  options.server = detail::server_of(raw, environment);
+  options.json = status.json;
+  options.wide = status.wide;
+  options.match = status.match;
+  if (!status.match.empty() && !status.names.empty()) {
+    throw_usage("--match: filters a listing; give it no NAME, got "
+                + quote(status.names.front()));
+  }
+  const auto interval = detail::duration_or(
+      status.interval, defaults::k_status_interval, "--interval", false);
+  if (status.watch) {
+    options.watch = interval;
+  }
+  for (const auto& name : status.names) {
+    options.names.push_back(detail::validated_name(name));
+  }
+  return options;
+}
 
 // The table's width: the terminal's when stdout is one, else 80 columns.
 std::size_t
@@ -93,8 +148,20 @@ watch(lock::LockStore& store, const StatusOptions& options) {
 
 } // namespace
 
+CommandEntry
+status_command() {
+  return {"status",
+          "show who holds which lock",
+          "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
+          "[NAME...]",
+          "Exit: 0 all named locks held (or a listing), 1 one is free,\n"
+          "69 Redis unavailable, 74 output could not be written.",
+          add_options,
+          options_of};
+}
+
 int
-run_status(const StatusOptions& options) {
+run(const StatusOptions& options) {
   const auto owned_store = open_store(options.server);
   auto& store = *owned_store;
   store.connect();

@@ -17,6 +17,12 @@ int take_terminating(const proc::SignalBlock& signals);
 // short.
 lock::WaitHooks make_wait_hooks(const proc::SignalBlock& signals);
 
+// Returns the waiter's view of -n, -w and --fair.
+inline lock::WaitOptions
+wait_options_of(const WaitingOptions& waiting) {
+  return lock::WaitOptions{waiting.nonblock, waiting.wait, waiting.fair};
+}
+
 // Waits for the lock, cut short by signals in `signals`. An acquire whose
 // reply never came may have taken the lock: on an error, and when a wait
 // that lost a reply ends without the lock (a signal, -w ran out), it is

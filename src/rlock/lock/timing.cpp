@@ -9,7 +9,8 @@ using namespace std::chrono_literals;
 
 Duration
 default_kill_after(Duration ttl) {
-  return std::min<Duration>(ttl / 6, 10s);
+  return std::min<Duration>(ttl / k_default_kill_after_divisor,
+                            k_longest_default_kill_after);
 }
 
 bool

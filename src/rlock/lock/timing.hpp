@@ -51,6 +51,11 @@ bool lease_cut_short(const LeaseTiming& timing,
 // The shortest lease rlock can renew and guard reliably.
 inline constexpr Duration k_min_ttl = std::chrono::milliseconds(100);
 
+// The default kill_after: TTL/6, at most 10s.
+inline constexpr int k_default_kill_after_divisor = 6;
+inline constexpr Duration k_longest_default_kill_after =
+    std::chrono::seconds(10);
+
 // Returns the default --kill-after for a TTL: ttl/6, at most 10s.
 Duration default_kill_after(Duration ttl);
 

@@ -190,7 +190,7 @@ Child::signal_group(int signal) const {
 }
 
 std::optional<int>
-Child::exit_code() {
+Child::shell_status() {
   siginfo_t info{};
   const int flags = WEXITED | WSTOPPED | WNOHANG | WNOWAIT;
   if (waitid(P_PID, static_cast<id_t>(m_pid), &info, flags) != 0) {
@@ -207,7 +207,7 @@ Child::exit_code() {
     follow_stop(signal);
     return std::nullopt;
   }
-  return exit_code_of_siginfo(info.si_code, info.si_status);
+  return shell_status_of_siginfo(info.si_code, info.si_status);
 }
 
 // Job control at a terminal, as a shell would do it for its job: a child
@@ -267,7 +267,7 @@ Child::finish() {
     return k_status_unknown; // reaped by someone else
   }
   m_termination_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  return exit_code_of_wait_status(status);
+  return shell_status_of_wait_status(status);
 }
 
 } // namespace rlock::proc

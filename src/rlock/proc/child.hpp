@@ -49,7 +49,7 @@ public:
   // Returns the child's exit code once it has exited (128+N for signal N),
   // without reaping it; nothing while it runs. Handles terminal stops. A
   // child reaped by someone else (ECHILD) has exited, with k_status_unknown.
-  std::optional<int> exit_code();
+  std::optional<int> shell_status();
 
   // True after a job-control stop (Ctrl-Z, fg) once rlock runs again: the
   // child stays stopped until resume(), or until it is killed.

@@ -6,7 +6,7 @@
 namespace rlock::proc {
 
 int
-exit_code_of_wait_status(int wait_status) {
+shell_status_of_wait_status(int wait_status) {
   if (WIFSIGNALED(wait_status)) {
     return k_shell_signal_base + WTERMSIG(wait_status);
   }
@@ -14,7 +14,7 @@ exit_code_of_wait_status(int wait_status) {
 }
 
 int
-exit_code_of_siginfo(int code, int status) {
+shell_status_of_siginfo(int code, int status) {
   if (code == CLD_KILLED || code == CLD_DUMPED) {
     return k_shell_signal_base + status;
   }

@@ -1,0 +1,164 @@
+#include <rlock/cli/acquire.hpp>
+#include <rlock/cli/exit_codes.hpp>
+#include <rlock/cli/steps.hpp>
+#include <rlock/cli/wait_hooks.hpp>
+#include <rlock/proc/process_info.hpp>
+#include <rlock/proc/termination.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/random.hpp>
+#include <rlock/util/text.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace rlock::cli {
+
+namespace {
+
+using Output = AcquireOptions::Output;
+
+void
+add_options(CLI::App& app, detail::RawOptions& raw) {
+  detail::add_step_name(app, raw);
+  detail::add_optional(app,
+                       "-t,--ttl",
+                       raw.step.ttl,
+                       "lease length, not renewed ("
+                           + defaults::help_text(defaults::k_acquire_ttl) + ")")
+      ->type_name("D")
+      ->group("Locking");
+  detail::add_wait_options(app, raw, true);
+  app.add_flag(
+         "--json", raw.step.json, "print {name, key, token, fence, ttl_ms}")
+      ->group("Output");
+  app.add_flag("--env", raw.step.env, "print RLOCK_* assignments for eval")
+      ->group("Output");
+  detail::add_server_options(app, raw);
+  detail::add_output_options(app, raw);
+}
+
+ParsedCommand
+options_of(const detail::RawOptions& raw, const Environment& environment) {
+  AcquireOptions options;
+  options.log_level = detail::log_level_of(raw);
+  options.server = detail::server_of(raw, environment);
+  options.server.restart_grace = detail::restart_grace_of(raw, environment);
+  options.waiting = detail::waiting_of(raw);
+  if (raw.step.json && raw.step.env) {
+    throw_usage("--json and --env exclude each other");
+  }
+  options.output = raw.step.json  ? Output::json
+                   : raw.step.env ? Output::env
+                                  : Output::token;
+  options.ttl = detail::duration_or(
+      raw.step.ttl, defaults::k_acquire_ttl, "--ttl", false);
+  options.name = detail::validated_name(raw.step.name);
+  return options;
+}
+
+// A lock taken by `rlock acquire` belongs to the script that ran it.
+lock::Holder
+calling_script() {
+  const pid_t parent = getppid();
+  return lock::Holder{proc::host_name(),
+                      parent,
+                      proc::user_name(),
+                      shell_join(proc::command_line_of(parent))};
+}
+
+std::string
+output_of(const AcquireOptions& options,
+          const std::string& key,
+          const std::string& token,
+          std::int64_t fence) {
+  const std::string& name = options.name;
+  switch (options.output) {
+  case Output::json:
+    return nlohmann::ordered_json{
+               {"name", name},
+               {"key", key},
+               {"token", token},
+               {"fence", fence},
+               {"ttl_ms",
+                std::chrono::duration_cast<std::chrono::milliseconds>(
+                    options.ttl)
+                    .count()}}
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+           + "\n";
+  case Output::env:
+    return "RLOCK_NAME=" + shell_join({name})
+           + "\nRLOCK_KEY=" + shell_join({key}) + "\nRLOCK_TOKEN=" + token
+           + "\nRLOCK_FENCE=" + std::to_string(fence)
+           + "\nexport RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE\n";
+  case Output::token:
+    break;
+  }
+  return token + "\n";
+}
+
+void
+report_not_acquired(const AcquireOptions& options,
+                    const lock::AcquireAttempt& attempt) {
+  const auto& held_back = attempt.held_back;
+  const auto& wait = options.waiting.wait;
+  if (wait && *wait > Duration::zero()) {
+    log::notice("gave up waiting for " + quote(options.name) + " after "
+                + format_duration(*wait) + "; "
+                + (held_back.empty() ? "held by " + printable(attempt.holder)
+                                     : held_back));
+  } else if (!held_back.empty()) {
+    log::info("not acquired: " + quote(options.name) + ": " + held_back);
+  }
+}
+
+} // namespace
+
+CommandEntry
+acquire_command() {
+  return {"acquire",
+          "take the lock for a script; print the token",
+          "rlock acquire [-n|-w D] [-t D] [--fair] [--json|--env] NAME",
+          "Exit: 0 acquired (token on stdout), 75 not acquired (-E), 69 Redis\n"
+          "unavailable. Example: eval \"$(rlock acquire --env NAME)\"",
+          add_options,
+          options_of};
+}
+
+int
+run(const AcquireOptions& options) {
+  const auto store = connected_store(options.server, options.log_level);
+  const proc::SignalBlock signals(
+      {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
+  const lock::LockRequest request{
+      options.name, random_token(), options.ttl, calling_script()};
+  const auto outcome = acquire_or_undo(
+      *store, request, wait_options_of(options.waiting), signals);
+  using Kind = lock::WaitOutcome::Kind;
+  if (outcome.kind == Kind::interrupted) {
+    proc::end_by_signal(outcome.signal);
+    return exit_code::k_signal_base + outcome.signal;
+  }
+  if (outcome.kind == Kind::timed_out) {
+    report_not_acquired(options, outcome.attempt);
+    return options.waiting.conflict_exit_code;
+  }
+  log::info("acquired " + quote(options.name) + " (fence "
+            + std::to_string(outcome.attempt.fence) + ") for "
+            + format_duration(options.ttl));
+  const auto text = output_of(options,
+                              store->key_of(options.name),
+                              request.token,
+                              outcome.attempt.fence);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0) {
+    // Nobody would know the token: give the lock back.
+    store->release(options.name, request.token);
+  }
+  return exit_code::k_success;
+}
+
+} // namespace rlock::cli

@@ -1,0 +1,59 @@
+#include <rlock/cli/exit_codes.hpp>
+#include <rlock/cli/extend.hpp>
+#include <rlock/cli/steps.hpp>
+
+#include <CLI/CLI.hpp>
+
+namespace rlock::cli {
+
+namespace {
+
+void
+add_options(CLI::App& app, detail::RawOptions& raw) {
+  detail::add_step_name(app, raw);
+  detail::add_optional(app,
+                       "-t,--ttl",
+                       raw.step.ttl,
+                       "new lease length (the one it was taken with)")
+      ->type_name("D")
+      ->group("Locking");
+  detail::add_token_option(app, raw);
+  detail::add_server_options(app, raw);
+  detail::add_output_options(app, raw);
+}
+
+ParsedCommand
+options_of(const detail::RawOptions& raw, const Environment& environment) {
+  ExtendOptions options;
+  options.log_level = detail::log_level_of(raw);
+  options.server = detail::server_of(raw, environment);
+  options.length = detail::optional_duration_of(raw.step.ttl, "--ttl", false);
+  options.name = detail::validated_name(raw.step.name);
+  options.token = detail::token_of(raw, options.name, environment);
+  return options;
+}
+
+} // namespace
+
+CommandEntry
+extend_command() {
+  return {"extend",
+          "extend a lock taken with acquire",
+          "rlock extend [--token T] [-t D] NAME",
+          "Exit: 0 extended, 1 not held by that token.",
+          add_options,
+          options_of};
+}
+
+int
+run(const ExtendOptions& options) {
+  const auto store = connected_store(options.server, options.log_level);
+  // Never shortens: the lease may be one a supervising rlock counts on.
+  const auto renewal = store->renew(options.name,
+                                    options.token,
+                                    options.length.value_or(Duration::zero()),
+                                    lock::RenewMode::at_least);
+  return renewal.held ? exit_code::k_success : not_held(options.name);
+}
+
+} // namespace rlock::cli

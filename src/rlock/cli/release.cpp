@@ -1,0 +1,92 @@
+#include <rlock/cli/exit_codes.hpp>
+#include <rlock/cli/release.hpp>
+#include <rlock/cli/steps.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/text.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+
+namespace rlock::cli {
+
+namespace {
+
+void
+add_options(CLI::App& app, detail::RawOptions& raw) {
+  detail::add_step_name(app, raw);
+  detail::add_token_option(app, raw);
+  app.add_flag("--force", raw.step.force, "break the lock, whoever holds it")
+      ->group("Locking");
+  detail::add_server_options(app, raw);
+  detail::add_output_options(app, raw);
+}
+
+ParsedCommand
+options_of(const detail::RawOptions& raw, const Environment& environment) {
+  if (raw.step.force && !raw.step.token.empty()) {
+    throw_usage("--force and --token exclude each other");
+  }
+  ReleaseOptions options;
+  options.log_level = detail::log_level_of(raw);
+  options.server = detail::server_of(raw, environment);
+  options.force = raw.step.force;
+  options.name = detail::validated_name(raw.step.name);
+  if (!options.force) {
+    options.token = detail::token_of(raw, options.name, environment);
+  }
+  return options;
+}
+
+// True when `token` is the one of the lock whose supervising `rlock NAME
+// COMMAND` started this process (or an ancestor): that rlock releases it
+// when its command ends, and counts on the lease until then.
+bool
+supervised_token(const std::string& token) {
+  const char* supervised = std::getenv("RLOCK_SUPERVISED_TOKEN");
+  return supervised != nullptr && token == supervised;
+}
+
+int
+force_release(const ReleaseOptions& options, lock::LockStore& store) {
+  const auto broken = store.force_release(options.name);
+  if (!broken) {
+    log::warning("lock " + quote(options.name) + " was not held");
+    return exit_code::k_failure;
+  }
+  log::error("broke lock " + quote(options.name) + " held by "
+             + printable(broken->holder) + " (" + printable(broken->command)
+             + ")");
+  return exit_code::k_success;
+}
+
+} // namespace
+
+CommandEntry
+release_command() {
+  return {"release",
+          "release a lock taken with acquire",
+          "rlock release [--token T | --force] NAME",
+          "Exit: 0 released, 1 not held by that token (or free, with --force).",
+          add_options,
+          options_of};
+}
+
+int
+run(const ReleaseOptions& options) {
+  const auto store = connected_store(options.server, options.log_level);
+  if (options.force) {
+    return force_release(options, *store);
+  }
+  if (supervised_token(options.token)) {
+    throw Error(ErrorKind::bad_input,
+                "release: lock " + quote(options.name)
+                    + " is held by the rlock running this command, which "
+                      "releases it when the command ends");
+  }
+  return store->release(options.name, options.token) ? exit_code::k_success
+                                                     : not_held(options.name);
+}
+
+} // namespace rlock::cli

@@ -1,0 +1,14 @@
+#pragma once
+
+#include <rlock/cli/commands.hpp>
+
+namespace rlock::cli {
+
+// `rlock release`: its entry in the command table.
+CommandEntry release_command();
+
+// Releases the lock the token holds, or any holder's with --force. Returns
+// 0, or 1 when the token does not hold it (or, forced, it was free).
+int run(const ReleaseOptions& options);
+
+} // namespace rlock::cli

@@ -1,0 +1,150 @@
+#include <rlock/cli/run_mode.hpp>
+#include <rlock/proc/signals.hpp>
+#include <rlock/util/error.hpp>
+#include <rlock/util/text.hpp>
+
+#include <CLI/CLI.hpp>
+
+namespace rlock::cli {
+
+namespace {
+
+using detail::k_try_help;
+
+std::vector<std::string>
+command_of(const std::string& name,
+           const std::vector<std::string>& rest,
+           const std::optional<std::string>& shell_option) {
+  std::optional<std::string> shell = shell_option;
+  std::size_t used = 0;
+  if (!rest.empty() && (rest[0] == "-c" || rest[0] == "--command")) {
+    if (rest.size() < 2) {
+      throw_usage(rest[0] + ": missing the shell command"
+                  + std::string(k_try_help));
+    }
+    shell = rest[1];
+    used = 2;
+  } else if (!rest.empty() && rest[0].starts_with("--command=")) {
+    shell = rest[0].substr(10);
+    used = 1;
+  }
+  if (shell && rest.size() > used) {
+    throw_usage("--command: takes one shell command; unexpected argument "
+                + quote(rest[used]));
+  }
+  if (shell && shell->empty()) {
+    throw_usage("--command: the shell command is empty"
+                + std::string(k_try_help));
+  }
+  if (shell) {
+    return {"/bin/sh", "-c", *shell};
+  }
+  if (rest.empty()) {
+    throw_usage("missing COMMAND after NAME " + quote(name)
+                + std::string(k_try_help));
+  }
+  return rest;
+}
+
+// Returns --once-per's slot length. Slots longer than 100 years are refused:
+// the time a done slot is kept (up to two slot lengths) must fit in int64
+// nanoseconds.
+std::optional<Duration>
+once_per_of(const std::optional<std::string>& text) {
+  constexpr auto k_longest = std::chrono::hours(100 * 365 * 24);
+  const auto once_per = detail::optional_duration_of(text, "--once-per", false);
+  if (once_per && *once_per > k_longest) {
+    throw_usage("--once-per: must be at most 876000h (100 years), got "
+                + quote(*text));
+  }
+  return once_per;
+}
+
+int
+kill_signal_of(const std::optional<std::string>& text) {
+  return text ? value_or_usage_error(proc::parse_signal(*text), "--kill-signal")
+              : defaults::k_kill_signal;
+}
+
+} // namespace
+
+void
+add_run_options(CLI::App& app, detail::RawOptions& raw) {
+  auto& run = raw.run;
+  const std::string locking = "Locking";
+  detail::add_optional(app,
+                       "-t,--ttl",
+                       run.ttl,
+                       "lease length, renewed every TTL/3 ("
+                           + defaults::help_text(defaults::k_run_ttl) + ")")
+      ->type_name("D")
+      ->group(locking);
+  detail::add_optional(
+      app, "-c,--command", run.shell_command, "run STR with /bin/sh -c")
+      ->type_name("STR")
+      ->group(locking);
+  detail::add_optional(app,
+                       "--kill-signal",
+                       run.kill_signal,
+                       "to the command's group on lock loss ("
+                           + proc::signal_name(defaults::k_kill_signal) + ")")
+      ->type_name("SIG")
+      ->group(locking);
+  detail::add_optional(
+      app,
+      "--kill-after",
+      run.kill_after,
+      "then SIGKILL after D (TTL/"
+          + std::to_string(lock::k_default_kill_after_divisor) + ", at most "
+          + defaults::help_text(lock::k_longest_default_kill_after) + ")")
+      ->type_name("D")
+      ->group(locking);
+  const std::string cron = "Cron";
+  detail::add_optional(
+      app, "--hold", run.hold, "keep the lock at least D after acquiring it")
+      ->type_name("D")
+      ->group(cron);
+  detail::add_optional(app,
+                       "--once-per",
+                       run.once_per,
+                       "at most one successful run per D-long slot")
+      ->type_name("D")
+      ->group(cron);
+  detail::add_wait_options(app, raw, true);
+  detail::add_server_options(app, raw);
+  detail::add_output_options(app, raw);
+  app.add_option("--events",
+                 run.events,
+                 "lifecycle events as JSON lines to FILE (- for stderr)")
+      ->type_name("FILE")
+      ->group("Output");
+  detail::add_version_flag(app, raw);
+}
+
+RunOptions
+run_options_of(const detail::RawOptions& raw,
+               const std::string& name,
+               const std::vector<std::string>& rest,
+               const Environment& environment) {
+  const auto& run = raw.run;
+  RunOptions options;
+  options.log_level = detail::log_level_of(raw);
+  options.server = detail::server_of(raw, environment);
+  const auto ttl =
+      detail::duration_or(run.ttl, defaults::k_run_ttl, "--ttl", false);
+  options.timing = detail::timing_of(
+      ttl, detail::optional_duration_of(run.kill_after, "--kill-after", true));
+  options.waiting = detail::waiting_of(raw);
+  options.server.restart_grace = detail::restart_grace_of(raw, environment);
+  options.kill_signal = kill_signal_of(run.kill_signal);
+  options.hold = detail::optional_duration_of(run.hold, "--hold", false);
+  options.once_per = once_per_of(run.once_per);
+  options.events_path = run.events;
+  // NAME and COMMAND last: a bad option value explains more than the
+  // "missing COMMAND" it may have caused by swallowing a word.
+  options.name = detail::validated_name(name);
+  options.command = command_of(name, rest, run.shell_command);
+  return options;
+}
+
+} // namespace rlock::cli

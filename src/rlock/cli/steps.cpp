@@ -1,0 +1,23 @@
+#include <rlock/cli/exit_codes.hpp>
+#include <rlock/cli/server.hpp>
+#include <rlock/cli/steps.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/text.hpp>
+
+namespace rlock::cli {
+
+std::unique_ptr<lock::LockStore>
+connected_store(const ServerOptions& server, log::Level log_level) {
+  log::set_level(log_level);
+  auto store = open_store(server);
+  store->connect();
+  return store;
+}
+
+int
+not_held(const std::string& name) {
+  log::warning("lock " + quote(name) + " is not held by this token");
+  return exit_code::k_failure;
+}
+
+} // namespace rlock::cli

@@ -1,0 +1,19 @@
+// What the script steps (acquire, extend, release, check, wait) share.
+#pragma once
+
+#include <rlock/cli/options.hpp>
+#include <rlock/lock/store.hpp>
+
+#include <memory>
+#include <string>
+
+namespace rlock::cli {
+
+// Sets the log level and returns the store, connected.
+std::unique_ptr<lock::LockStore> connected_store(const ServerOptions& server,
+                                                 log::Level log_level);
+
+// Warns that `name` is not held by the token given; returns 1.
+int not_held(const std::string& name);
+
+} // namespace rlock::cli
