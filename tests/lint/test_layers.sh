@@ -42,6 +42,9 @@ plant "exit codes header in proc/" rlock/proc/child.cpp \
   '#include <rlock/cli/exit_codes.hpp>' 'proc/ may not include cli/'
 plant "option name in redis/" rlock/redis/url.cpp \
   'const char* k_bad = "--url: no";' 'option name below cli/'
+plant "option name mid-message in lock/" rlock/lock/keys.cpp \
+  'const char* k_bad = "allow INFO or set --restart-grace 0";' \
+  'option name below cli/'
 plant "hiredis in cli/" rlock/cli/run.cpp '#include <hiredis/hiredis.h>' \
   'hiredis header outside redis/'
 plant "hiredis in lock/" rlock/lock/keys.cpp '#include <hiredis/read.h>' \

@@ -43,7 +43,7 @@ acquire(redis::Connection& c,
   return lock::attempt_after_grace(
       c,
       keys.name,
-      grace,
+      {grace, "--restart-grace"},
       [&] { return lock::try_acquire(c, keys, token, 30s, k_holder); },
       [&] { lock::release(c, keys, token); });
 }

@@ -4,56 +4,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "replies.hpp"
+
 using namespace std::chrono_literals;
 using namespace rlock;
 using redis::Reply;
+using namespace test_replies;
 
 namespace {
 
 const std::string k_what = "cannot acquire lock 'x'";
-
-Reply
-integer(long long value) {
-  Reply reply;
-  reply.type = Reply::Type::integer;
-  reply.integer = value;
-  return reply;
-}
-
-Reply
-bulk(std::string text) {
-  Reply reply;
-  reply.type = Reply::Type::string;
-  reply.text = std::move(text);
-  return reply;
-}
-
-Reply
-status(std::string text) {
-  Reply reply = bulk(std::move(text));
-  reply.type = Reply::Type::status;
-  return reply;
-}
-
-Reply
-error(std::string text) {
-  Reply reply = bulk(std::move(text));
-  reply.type = Reply::Type::error;
-  return reply;
-}
-
-Reply
-nil() {
-  return Reply{};
-}
-
-Reply
-array(std::vector<Reply> elements) {
-  Reply reply;
-  reply.type = Reply::Type::array;
-  reply.elements = std::move(elements);
-  return reply;
-}
 
 // acquire.lua's and peek.lua's reply for a lock held by alice.
 Reply
@@ -313,7 +273,7 @@ TEST_CASE("decode_force_release: whose lock it was, or nothing") {
 }
 
 TEST_CASE("decode_slot: number, done, time left") {
-  const std::string what = "cannot read the --once-per slot of 'x'";
+  const std::string what = "cannot read the current slot of 'x'";
   const auto slot = lock::decode_slot(
       array({integer(478'000), integer(1), integer(1200)}), what);
   CHECK(slot.number == 478'000);

@@ -29,7 +29,8 @@ TEST_CASE("latest_start: whole seconds may count almost one too many") {
 
 TEST_CASE("held_back: until the server has been up for the grace") {
   const BootTime started = 100s;
-  const auto busy = lock::held_back("127.0.0.1:7000", started, 30s, 103s);
+  const auto busy = lock::held_back(
+      "127.0.0.1:7000", started, {30s, "--restart-grace"}, 103s);
   REQUIRE(busy);
   CHECK_FALSE(busy->acquired);
   CHECK(busy->retry_ms == 27'000);
@@ -37,10 +38,10 @@ TEST_CASE("held_back: until the server has been up for the grace") {
         == "the Redis server at 127.0.0.1:7000 started 3s ago; no lock is "
            "granted for another 27s (--restart-grace)");
   // The time left is rounded up in words, exact in retry_ms.
-  const auto soon = lock::held_back("a:1", started, 30s, 129s + 500ms);
+  const auto soon = lock::held_back("a:1", started, {30s}, 129s + 500ms);
   REQUIRE(soon);
   CHECK(soon->retry_ms == 500);
   CHECK_THAT(soon->held_back, Catch::Contains("for another 1s"));
-  CHECK_FALSE(lock::held_back("a:1", started, 30s, 130s));
-  CHECK_FALSE(lock::held_back("a:1", started, 0s, 100s));
+  CHECK_FALSE(lock::held_back("a:1", started, {30s}, 130s));
+  CHECK_FALSE(lock::held_back("a:1", started, {0s}, 100s));
 }

@@ -3,18 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "replies.hpp"
+
 using namespace rlock;
 using redis::Reply;
+using test_replies::bulk;
 
 namespace {
-
-Reply
-bulk(std::string text) {
-  Reply reply;
-  reply.type = Reply::Type::string;
-  reply.text = std::move(text);
-  return reply;
-}
 
 Reply
 push(std::string kind) {

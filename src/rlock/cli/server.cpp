@@ -5,8 +5,10 @@ namespace rlock::cli {
 
 lock::Deployment
 deployment_of(const ServerOptions& server) {
-  return lock::Deployment{
-      server.endpoint, server.connect, server.prefix, server.restart_grace};
+  return lock::Deployment{server.endpoint,
+                          server.connect,
+                          server.prefix,
+                          {server.restart_grace, "--restart-grace"}};
 }
 
 std::unique_ptr<lock::LockStore>

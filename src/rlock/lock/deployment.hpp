@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/store.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/url.hpp>
@@ -15,9 +16,9 @@ namespace rlock::lock {
 struct Deployment {
   redis::Endpoint endpoint;
   redis::ConnectOptions connect;
-  std::string prefix = "rlock:";
-  // A server up less than this grants no lock; zero: off.
-  Duration restart_grace{};
+  std::string prefix;
+  // A server up less than this grants no lock.
+  RestartGrace restart_grace;
 };
 
 // Returns the store for `deployment`, not yet connected: the one place that

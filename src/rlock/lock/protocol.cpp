@@ -152,7 +152,7 @@ current_slot(redis::Connection& connection,
                                        keys.script_keys(),
                                        {milliseconds_of(length)});
   return decode_slot(reply,
-                     "cannot read the --once-per slot of " + quote(keys.name));
+                     "cannot read the current slot of " + quote(keys.name));
 }
 
 void
@@ -164,7 +164,7 @@ mark_slot_done(redis::Connection& connection,
              redis::k_mark_slot_script,
              keys.script_keys(),
              {std::to_string(number), milliseconds_of(keep)},
-             "cannot record the --once-per slot of " + quote(keys.name));
+             "cannot record the current slot of " + quote(keys.name));
 }
 
 } // namespace rlock::lock

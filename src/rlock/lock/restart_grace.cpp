@@ -14,11 +14,13 @@ namespace {
 using std::chrono::seconds;
 
 [[noreturn]] void
-unknown_start(const std::string& address, const std::string& why) {
+unknown_start(const std::string& address,
+              const std::string& why,
+              const RestartGrace& grace) {
   throw redis::Failure(redis::FailureKind::unexpected_reply,
                        "cannot tell when the Redis server at " + address
-                           + " started (" + why
-                           + "); allow INFO or set --restart-grace 0");
+                           + " started (" + why + "); allow INFO or set "
+                           + grace.name + " 0");
 }
 
 // "3s", "27s", "2m10s": whole seconds, as INFO counts them.
@@ -31,22 +33,22 @@ format_whole_seconds(seconds duration) {
 
 // Returns the latest start the INFO reply set aside on `connection` allows.
 BootTime
-start_from_info(redis::Connection& connection) {
+start_from_info(redis::Connection& connection, const RestartGrace& grace) {
   const auto reply = connection.take_aside_reply();
   const BootTime received = boot_now();
   const auto address = connection.address();
   if (!reply) {
-    unknown_start(address, "no reply to INFO");
+    unknown_start(address, "no reply to INFO", grace);
   }
   if (reply->is_error()) {
-    unknown_start(address, "INFO refused: " + printable(reply->text));
+    unknown_start(address, "INFO refused: " + printable(reply->text), grace);
   }
   if (!reply->is_string()) {
-    unknown_start(address, "unexpected reply to INFO");
+    unknown_start(address, "unexpected reply to INFO", grace);
   }
   const auto uptime = uptime_of(reply->text);
   if (!uptime) {
-    unknown_start(address, "INFO has no uptime_in_seconds");
+    unknown_start(address, "INFO has no uptime_in_seconds", grace);
   }
   return latest_start(*uptime, received);
 }
@@ -88,9 +90,9 @@ latest_start(std::int64_t uptime_seconds, BootTime received) {
 std::optional<AcquireAttempt>
 held_back(const std::string& address,
           BootTime started,
-          Duration grace,
+          const RestartGrace& grace,
           BootTime now) {
-  const Duration left = started + grace - now;
+  const Duration left = started + grace.length - now;
   if (left <= Duration::zero()) {
     return std::nullopt;
   }
@@ -104,17 +106,17 @@ held_back(const std::string& address,
                       + format_whole_seconds(up)
                       + " ago; no lock is granted for another "
                       + format_whole_seconds(std::chrono::ceil<seconds>(left))
-                      + " (--restart-grace)";
+                      + " (" + grace.name + ")";
   return attempt;
 }
 
 AcquireAttempt
 attempt_after_grace(redis::Connection& connection,
                     const std::string& name,
-                    Duration grace,
+                    const RestartGrace& grace,
                     const std::function<AcquireAttempt()>& attempt,
                     const std::function<void()>& undo) {
-  if (grace <= Duration::zero()) {
+  if (grace.length <= Duration::zero()) {
     return attempt();
   }
   if (const auto started = connection.server_started()) {
@@ -128,7 +130,7 @@ attempt_after_grace(redis::Connection& connection,
   AcquireAttempt result = attempt();
   std::optional<AcquireAttempt> busy;
   try {
-    const BootTime started = start_from_info(connection);
+    const BootTime started = start_from_info(connection, grace);
     connection.set_server_started(started);
     busy = held_back(connection.address(), started, grace, boot_now());
   } catch (const Error&) {

@@ -10,11 +10,12 @@
 
 namespace rlock::lock {
 
-// The default --restart-grace: the default TTL. A holder from before an
-// empty restart that cannot reach the new server still stops its command by
-// the end of its last lease, which it renewed before the restart: at most one
-// TTL after it.
-inline constexpr Duration k_default_restart_grace = std::chrono::seconds(30);
+// How long a server must have been up before it grants a lock, and how
+// messages name that rule (cli/ gives its option's name).
+struct RestartGrace {
+  Duration length{}; // zero: off
+  std::string name = "the restart grace";
+};
 
 // Returns the uptime_in_seconds field of an INFO reply's text, or nothing.
 std::optional<std::int64_t> uptime_of(std::string_view info);
@@ -28,7 +29,7 @@ BootTime latest_start(std::int64_t uptime_seconds, BootTime received);
 // attempt whose retry_ms is when the grace ends and whose held_back says why.
 std::optional<AcquireAttempt> held_back(const std::string& address,
                                         BootTime started,
-                                        Duration grace,
+                                        const RestartGrace& grace,
                                         BootTime now);
 
 // Runs `attempt` (an acquire, or a look at the lock) on `connection`, unless
@@ -42,7 +43,7 @@ std::optional<AcquireAttempt> held_back(const std::string& address,
 AcquireAttempt
 attempt_after_grace(redis::Connection& connection,
                     const std::string& name,
-                    Duration grace,
+                    const RestartGrace& grace,
                     const std::function<AcquireAttempt()>& attempt,
                     const std::function<void()>& undo);
 

@@ -142,10 +142,11 @@ public:
             std::string address,
             ContextPtr context,
             SessionPtr ssl,
-            bool client_certificate)
+            bool client_certificate,
+            TlsOptions::FileNames names)
       : Stream(std::move(socket), std::move(address)),
         m_context(std::move(context)), m_ssl(std::move(ssl)),
-        m_client_certificate(client_certificate) {
+        m_client_certificate(client_certificate), m_names(std::move(names)) {
   }
 
   ~TlsStream() override {
@@ -257,12 +258,14 @@ private:
       return {};
     }
     return " (right after the TLS handshake: does the server require a "
-           "client certificate? --tls-cert, --tls-key)";
+           "client certificate? "
+           + m_names.cert + ", " + m_names.key + ")";
   }
 
   ContextPtr m_context;
   SessionPtr m_ssl;
   bool m_client_certificate;
+  TlsOptions::FileNames m_names; // how to name the certificate and key
   bool m_received = false;
 };
 
@@ -287,7 +290,8 @@ start_tls(UniqueFd socket,
                                             address,
                                             std::move(context),
                                             std::move(ssl),
-                                            !options.cert_file.empty());
+                                            !options.cert_file.empty(),
+                                            options.names);
   stream->handshake(timeout);
   return stream;
 }

@@ -112,8 +112,8 @@ Deferred::~Deferred() {
   if (dropped > 0) {
     write_whole(STDERR_FILENO,
                 "rlock: warning: " + std::to_string(dropped)
-                    + " lines of output were dropped: stderr or --events "
-                      "was not being read\n");
+                    + " lines of output were dropped: stderr or the events "
+                      "file was not being read\n");
   }
 }
 
