@@ -5,7 +5,7 @@
 using rlock::redis::parse_url;
 using rlock::redis::redact_url;
 
-TEST_CASE("parse_url reads TCP URLs") {
+TEST_CASE("parse_url reads TCP URLs", "[url]") {
   auto endpoint = parse_url("redis://127.0.0.1:6390/2");
   REQUIRE(endpoint);
   CHECK(endpoint.value().host == "127.0.0.1");
@@ -29,7 +29,7 @@ TEST_CASE("parse_url reads TCP URLs") {
   CHECK(endpoint.value().user == "ci");
 }
 
-TEST_CASE("parse_url reads users, passwords and percent-encoding") {
+TEST_CASE("parse_url reads users, passwords and percent-encoding", "[url]") {
   auto endpoint = parse_url("redis://ci:s%40cret%3A1@redis.example:6380/0");
   REQUIRE(endpoint);
   CHECK(endpoint.value().user == "ci");
@@ -47,7 +47,7 @@ TEST_CASE("parse_url reads users, passwords and percent-encoding") {
   CHECK(endpoint.value().password == "secret");
 }
 
-TEST_CASE("parse_url reads IPv6 literals and unix sockets") {
+TEST_CASE("parse_url reads IPv6 literals and unix sockets", "[url]") {
   auto endpoint = parse_url("redis://[::1]:6380");
   REQUIRE(endpoint);
   CHECK(endpoint.value().host == "::1");
@@ -61,7 +61,7 @@ TEST_CASE("parse_url reads IPv6 literals and unix sockets") {
   CHECK(endpoint.value().db == 3);
 }
 
-TEST_CASE("parse_url rejects malformed URLs with the reason") {
+TEST_CASE("parse_url rejects malformed URLs with the reason", "[url]") {
   const std::vector<std::pair<std::string, std::string>> bad{
       {"http://x", "scheme"},
       {"redis://", "missing host"},
@@ -86,7 +86,7 @@ TEST_CASE("parse_url rejects malformed URLs with the reason") {
   }
 }
 
-TEST_CASE("a password never appears in a URL error") {
+TEST_CASE("a password never appears in a URL error", "[url]") {
   const auto result = parse_url("redis://user:hunter2@h:99999");
   REQUIRE_FALSE(result);
   CHECK_THAT(result.error(), !Catch::Contains("hunter2"));
