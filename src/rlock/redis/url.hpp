@@ -90,8 +90,8 @@ struct DeploymentUrl {
 // 6379 for cluster nodes; hosts may be IPv6 literals in brackets; user,
 // password and MASTER are percent-decoded. Fails with a reason that quotes
 // the URL, password hidden: no master name, an empty or repeated host, a bad
-// port, a DB other than 0 on a cluster, a query or fragment, a host list on
-// a redis:// or rediss:// URL.
+// port, a DB other than 0 on a cluster, a query or fragment, a raw '@' after
+// the hosts (write %40), a host list on a redis:// or rediss:// URL.
 Expected<DeploymentUrl> parse_deployment_url(std::string_view url);
 
 } // namespace rlock::redis
