@@ -15,10 +15,12 @@ setup_file() {
   local rc=0 cluster_rc=0 cluster_pid start=$EPOCHREALTIME
   export SENTINEL_DIR=$BATS_FILE_TMPDIR/sentinel
   export CLUSTER_DIR=$BATS_FILE_TMPDIR/cluster
+  mkdir "$BATS_FILE_TMPDIR/at-start"
   # Both bring-ups mostly wait on timers: run them side by side.
-  cluster_start "$CLUSTER_DIR" 3 1 >"$BATS_FILE_TMPDIR/cluster.out" 2>&1 3>&- &
+  { cluster_start "$CLUSTER_DIR" 3 1 && snapshot_cluster; } \
+    >"$BATS_FILE_TMPDIR/cluster.out" 2>&1 3>&- &
   cluster_pid=$!
-  sentinel_start "$SENTINEL_DIR" 2 3 || rc=$?
+  sentinel_start "$SENTINEL_DIR" 2 3 && snapshot_sentinel || rc=$?
   wait "$cluster_pid" || cluster_rc=$?
   cat "$BATS_FILE_TMPDIR/cluster.out" >&2
   ((rc != 0)) || rc=$cluster_rc
@@ -67,10 +69,47 @@ field() {
   topology_info_field "$@"
 }
 
+# snapshot NAME PORT ARG...: save the reply of redis-cli ARG... on PORT, so
+# that a test sees the state in which a *_start function returned.
+snapshot() {
+  local name=$1 port=$2
+  shift 2
+  topology_cli "$port" "$@" | tr -d '\r' >"$BATS_FILE_TMPDIR/at-start/$name-$port"
+}
+
+# at_start NAME PORT: a reply saved by snapshot.
+at_start() {
+  cat "$BATS_FILE_TMPDIR/at-start/$1-$2"
+}
+
+snapshot_sentinel() {
+  local port
+  for port in $SENTINEL_NODE_PORTS; do
+    snapshot replication "$port" info replication
+  done
+  for port in $SENTINEL_PORTS; do
+    snapshot master "$port" sentinel master mymaster
+    snapshot replicas "$port" sentinel replicas mymaster
+    snapshot sentinels "$port" sentinel sentinels mymaster
+  done
+}
+
+snapshot_cluster() {
+  local port
+  for port in $CLUSTER_PORTS; do
+    snapshot cluster-info "$port" cluster info
+    snapshot replication "$port" info replication
+  done
+}
+
+# pairs FIELD: the values of FIELD in a key/value reply on stdin, one a line.
+pairs() {
+  awk -v want="$1" 'NR % 2 { key = $0; next } key == want { print }'
+}
+
 # sentinel_master_field SENTINEL_PORT FIELD: a field of SENTINEL MASTER.
 sentinel_master_field() {
-  topology_cli "$1" sentinel master mymaster |
-    awk -v want="$2" 'NR % 2 { key = $0; next } key == want { print; exit }'
+  topology_cli "$1" sentinel master mymaster | pairs "$2"
 }
 
 # replica_has KEY VALUE PORT: GET KEY on the replica on PORT gives VALUE.
@@ -124,22 +163,24 @@ topology_processes() {
   [[ $(sentinel_master_port "$SENTINEL_DIR") == "$master" ]]
 
   [[ $(topology_role "$master") == master ]]
-  [[ $(field "$master" replication connected_slaves) == 2 ]]
   [[ $(topology_cli "$master" config get repl-diskless-sync-delay | tail -n 1) == 0 ]]
   [[ $(topology_cli "$master" config get save | tail -n 1) == "" ]]
+  # As sentinel_start returned: replicas in sync, sentinels that know all.
+  [[ $(at_start replication "$master" | grep -c "state=online") == 2 ]]
   for port in $SENTINEL_REPLICA_PORTS; do
-    [[ $(topology_role "$port") == slave ]]
-    [[ $(field "$port" replication master_port) == "$master" ]]
-    [[ $(field "$port" replication master_link_status) == up ]]
+    [[ $(at_start replication "$port") == *"master_port:$master"* ]]
+    [[ $(at_start replication "$port") == *master_link_status:up* ]]
+  done
+  for port in "${sentinels[@]}"; do
+    [[ $(at_start master "$port" | pairs port) == "$master" ]]
+    [[ $(at_start replicas "$port" | pairs flags) == $'slave\nslave' ]]
+    [[ $(at_start sentinels "$port" | pairs flags) == $'sentinel\nsentinel' ]]
   done
   for port in "${nodes[@]}" "${sentinels[@]}"; do
     [[ $(field "$port" server process_id) == "$(topology_pid "$port")" ]]
   done
   for port in "${sentinels[@]}"; do
     [[ $(topology_role "$port") == sentinel ]]
-    [[ $(sentinel_master_field "$port" port) == "$master" ]]
-    [[ $(sentinel_master_field "$port" num-slaves) == 2 ]]
-    [[ $(sentinel_master_field "$port" num-other-sentinels) == 2 ]]
     [[ $(sentinel_master_field "$port" quorum) == 2 ]]
     [[ $(sentinel_master_field "$port" down-after-milliseconds) == 1000 ]]
     [[ $(sentinel_master_field "$port" failover-timeout) == 5000 ]]
@@ -205,7 +246,8 @@ topology_processes() {
   [[ $(printf '%s\n' "${masters[@]}" "${replicas[@]}" | sort) == "$(printf '%s\n' "${ports[@]}" | sort)" ]]
   [[ $RLOCK_CLUSTER_URL == "redis+cluster://$(printf '127.0.0.1:%s,' "${ports[@]}" | sed 's/,$//')" ]]
   for port in "${ports[@]}"; do
-    run -0 topology_cli "$port" cluster info
+    # As cluster_start returned.
+    output=$(at_start cluster-info "$port")
     [[ $output == *cluster_state:ok* ]]
     [[ $output == *cluster_slots_assigned:16384* && $output == *cluster_slots_ok:16384* ]]
     [[ $output == *cluster_known_nodes:6* && $output == *cluster_size:3* ]]
@@ -224,7 +266,7 @@ topology_processes() {
   done
   for port in "${replicas[@]}"; do
     [[ $(topology_role "$port") == slave ]]
-    [[ $(field "$port" replication master_link_status) == up ]]
+    [[ $(at_start replication "$port") == *master_link_status:up* ]]
   done
 }
 
@@ -342,6 +384,9 @@ topology_processes() {
   for pid in "${pids[@]}"; do
     run ! redis_pid_alive "$pid"
   done
+  # The frozen ones too were continued and shut down on TERM, not killed.
+  grep -q 'is now ready to exit' "$SENTINEL_DIR/sentinel-$sentinel/sentinel.log"
+  grep -q 'is now ready to exit' "$CLUSTER_DIR/cluster-$node/cluster.log"
   # shellcheck disable=SC2086 # two directories
   [[ -z $(topology_processes $dirs) ]]
 }
