@@ -25,10 +25,11 @@ setup_file() {
   cat "$BATS_FILE_TMPDIR/cluster.out" >&2
   ((rc != 0)) || rc=$cluster_rc
   ((rc != 0)) || cluster_export "$CLUSTER_DIR" || rc=$?
-  note "bring-up of both topologies: $(elapsed "$start") s"
-  if ((rc == 125)); then
+  if ((rc == 0)); then
+    note "bring-up of both topologies: $(elapsed "$start") s"
+  elif ((rc == 125)); then
     export TOPOLOGY_TEST_SKIP=1
-  elif ((rc != 0)); then
+  else
     topology_stop "$BATS_FILE_TMPDIR"
     return "$rc"
   fi
