@@ -76,7 +76,9 @@ main(int argc, char** argv) {
                                               env("RLOCK_PASSWORD"),
                                               env("REDISCLI_AUTH"),
                                               env("RLOCK_NAME"),
-                                              env("RLOCK_RESTART_GRACE")};
+                                              env("RLOCK_RESTART_GRACE"),
+                                              env("RLOCK_SENTINEL_PASSWORD"),
+                                              env("RLOCK_REPLICAS")};
     const int code = close_stdout(rlock::cli::run_command(
         rlock::cli::parse_command_line(args, environment)));
     if (const int signal = rlock::proc::pending_end_signal()) {

@@ -1,7 +1,8 @@
 // parse_command_line on an argv split from the input at NUL bytes. A word
-// that starts with \x01..\x08 sets $RLOCK_URL, $REDIS_URL, $RLOCK_PREFIX,
-// $RLOCK_TOKEN, $RLOCK_PASSWORD, $REDISCLI_AUTH, $RLOCK_NAME or
-// $RLOCK_RESTART_GRACE to the rest of it instead.
+// that starts with a byte \x01..\x0a sets $RLOCK_URL, $REDIS_URL,
+// $RLOCK_PREFIX, $RLOCK_TOKEN, $RLOCK_PASSWORD, $REDISCLI_AUTH, $RLOCK_NAME,
+// $RLOCK_RESTART_GRACE, $RLOCK_SENTINEL_PASSWORD or $RLOCK_REPLICAS
+// to the rest of it instead.
 // Bad input may only throw Error, with a one-line message; anything else is a
 // finding.
 #include <rlock/cli/parser.hpp>
@@ -18,7 +19,7 @@ namespace {
 // it is an argument.
 bool
 set_environment(std::string_view word, cli::Environment& environment) {
-  if (word.empty() || word[0] < 1 || word[0] > 8) {
+  if (word.empty() || word[0] < 1 || word[0] > 10) {
     return false;
   }
   std::optional<std::string>* fields[] = {&environment.rlock_url,
@@ -28,7 +29,9 @@ set_environment(std::string_view word, cli::Environment& environment) {
                                           &environment.rlock_password,
                                           &environment.rediscli_auth,
                                           &environment.rlock_name,
-                                          &environment.restart_grace};
+                                          &environment.restart_grace,
+                                          &environment.sentinel_password,
+                                          &environment.replicas};
   *fields[word[0] - 1] = std::string(word.substr(1));
   return true;
 }

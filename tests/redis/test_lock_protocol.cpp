@@ -43,7 +43,8 @@ fresh_keys() {
 // A store of its own, on the test server, for a renewer.
 std::unique_ptr<lock::LockStore>
 test_store() {
-  return lock::open_store(lock::Deployment{test_endpoint(), {}, "test:", {}});
+  return lock::open_store(
+      lock::Deployment{test_endpoint(), std::nullopt, {}, "test:", {}, {}});
 }
 
 const lock::Holder k_holder{"test-host", 42, "tester", "make check"};

@@ -29,6 +29,10 @@ TEST_CASE("connection failures may pass; refusals and odd replies do not") {
   CHECK(may_pass(Failure(FailureKind::timed_out, "m")));
   CHECK(may_pass(Failure(FailureKind::closed, "m")));
   CHECK(may_pass(Failure(FailureKind::not_redis, "m")));
+  // A failover under way: Sentinel still names the old master, or the
+  // replicas have not caught up.
+  CHECK(may_pass(Failure(FailureKind::not_master, "m")));
+  CHECK(may_pass(Failure(FailureKind::unconfirmed, "m")));
   CHECK_FALSE(may_pass(Failure(FailureKind::auth_refused, "m")));
   CHECK_FALSE(may_pass(Failure(FailureKind::tls_failed, "m")));
   CHECK_FALSE(may_pass(Failure(FailureKind::unexpected_reply, "m")));

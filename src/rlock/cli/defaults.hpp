@@ -16,6 +16,8 @@ inline constexpr std::string_view k_url = "redis://127.0.0.1:6379/0";
 inline constexpr std::string_view k_prefix = "rlock:";
 inline constexpr Duration k_connect_timeout = 2s;
 inline constexpr Duration k_io_timeout = 5s;
+// How long an acquire or renewal waits for its replicas' confirmation.
+inline constexpr Duration k_replicas_timeout = 1s;
 
 // rlock NAME COMMAND: the lease, renewed every third of it.
 inline constexpr Duration k_run_ttl = 30s;

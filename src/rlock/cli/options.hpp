@@ -1,8 +1,10 @@
 #pragma once
 
 #include <rlock/cli/defaults.hpp>
+#include <rlock/lock/replicas.hpp>
 #include <rlock/lock/timing.hpp>
 #include <rlock/redis/connection.hpp>
+#include <rlock/redis/sentinel.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/log.hpp>
 
@@ -15,7 +17,11 @@ namespace rlock::cli {
 
 // Where the locks live: server, login and key prefix.
 struct ServerOptions {
+  // One server; with Sentinel, the data nodes' login, database and TLS.
   redis::Endpoint endpoint;
+  // Set for a redis+sentinel:// URL: where to ask for the master.
+  std::optional<redis::SentinelMaster> sentinel;
+  lock::ReplicaPolicy replicas; // --replicas, --replicas-timeout
   redis::ConnectOptions connect;
   std::string prefix{defaults::k_prefix};
   // --restart-grace (run, acquire, wait): a server up less than this grants
@@ -135,6 +141,8 @@ struct Environment {
   std::optional<std::string> rediscli_auth;  // $REDISCLI_AUTH
   std::optional<std::string> rlock_name;     // $RLOCK_NAME: $RLOCK_TOKEN's lock
   std::optional<std::string> restart_grace;  // $RLOCK_RESTART_GRACE
+  std::optional<std::string> sentinel_password; // $RLOCK_SENTINEL_PASSWORD
+  std::optional<std::string> replicas;          // $RLOCK_REPLICAS
 };
 
 } // namespace rlock::cli

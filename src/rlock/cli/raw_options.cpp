@@ -73,6 +73,27 @@ add_server_options(CLI::App& app, RawOptions& raw) {
       ->type_name("FILE")
       ->group(group);
   add_optional(app,
+               "--sentinel-password-file",
+               raw.sentinel_password_file,
+               "the sentinels' password: the file's first line\n"
+               "($RLOCK_SENTINEL_PASSWORD)")
+      ->type_name("FILE")
+      ->group(group);
+  add_optional(app,
+               "--replicas",
+               raw.replicas,
+               "N, all or auto: replicas that must confirm each\n"
+               "acquire and renewal ($RLOCK_REPLICAS; auto with\n"
+               "Sentinel, else 0)")
+      ->type_name("N")
+      ->group(group);
+  add_optional(app,
+               "--replicas-timeout",
+               raw.replicas_timeout,
+               "wait at most D for them " + shown(defaults::k_replicas_timeout))
+      ->type_name("D")
+      ->group(group);
+  add_optional(app,
                "--tls-ca",
                raw.tls_ca,
                "rediss://: CA certificates (PEM) to verify\n"
@@ -222,12 +243,13 @@ exit_code_of(const std::string& text) {
   return value;
 }
 
-// Returns the first line of a --password-file, without its line end.
+// Returns the first line of a password file given with `option`, without
+// its line end.
 std::string
-read_password_file(const std::string& path) {
+read_password_file(const std::string& path, const std::string& option) {
   std::ifstream file(path);
   if (!file) {
-    throw_usage("--password-file: cannot read " + quote(path) + ": "
+    throw_usage(option + ": cannot read " + quote(path) + ": "
                 + std::strerror(errno));
   }
   std::string line;
@@ -236,7 +258,7 @@ read_password_file(const std::string& path) {
     line.pop_back();
   }
   if (line.empty()) {
-    throw_usage("--password-file: " + quote(path)
+    throw_usage(option + ": " + quote(path)
                 + " is empty (the password is its first line)");
   }
   return line;
@@ -247,7 +269,7 @@ password_of(const RawOptions& raw,
             const std::string& url_password,
             const Environment& environment) {
   if (raw.password_file) {
-    return read_password_file(*raw.password_file);
+    return read_password_file(*raw.password_file, "--password-file");
   }
   if (!url_password.empty()) {
     return url_password;
@@ -304,6 +326,73 @@ tls_options_of(const RawOptions& raw,
   return tls;
 }
 
+// Returns --replicas (else $RLOCK_REPLICAS): a count, all or auto; auto
+// by default with Sentinel, else 0.
+lock::ReplicaPolicy
+replica_policy_of(const RawOptions& raw,
+                  const Environment& environment,
+                  bool replicated) {
+  using Mode = lock::ReplicaPolicy::Mode;
+  lock::ReplicaPolicy policy;
+  policy.mode = replicated ? Mode::automatic : Mode::count;
+  policy.timeout = duration_or(raw.replicas_timeout,
+                               defaults::k_replicas_timeout,
+                               "--replicas-timeout",
+                               false);
+  const auto& text = raw.replicas ? raw.replicas : environment.replicas;
+  if (!text) {
+    return policy;
+  }
+  const std::string option = raw.replicas ? "--replicas" : "RLOCK_REPLICAS";
+  if (*text == "auto") {
+    policy.mode = Mode::automatic;
+    return policy;
+  }
+  if (*text == "all") {
+    policy.mode = Mode::all;
+    return policy;
+  }
+  int count = -1;
+  const auto* end = text->data() + text->size();
+  const auto [ptr, ec] = std::from_chars(text->data(), end, count);
+  if (text->empty() || ec != std::errc() || ptr != end || count < 0
+      || count > 1000) {
+    throw_usage(option + ": must be a number of replicas (0..1000), all or "
+                + "auto, got " + quote(*text));
+  }
+  policy.mode = Mode::count;
+  policy.count = count;
+  return policy;
+}
+
+// Returns the sentinels' password: --sentinel-password-file, else
+// $RLOCK_SENTINEL_PASSWORD, else none.
+std::string
+sentinel_password_of(const RawOptions& raw, const Environment& environment) {
+  if (raw.sentinel_password_file) {
+    return read_password_file(*raw.sentinel_password_file,
+                              "--sentinel-password-file");
+  }
+  return environment.sentinel_password.value_or("");
+}
+
+// Returns the sentinels of a redis+sentinel:// URL, each with their own
+// password, and the data nodes' login.
+redis::SentinelMaster
+sentinel_master_of(const redis::DeploymentUrl& url,
+                   const std::string& sentinel_password,
+                   const redis::Endpoint& data_node) {
+  redis::SentinelMaster master;
+  for (const auto& node : url.nodes) {
+    auto sentinel = url.sentinel(node);
+    sentinel.password = sentinel_password;
+    master.sentinels.push_back(sentinel);
+  }
+  master.name = url.master_name;
+  master.data_node = data_node;
+  return master;
+}
+
 } // namespace
 
 ServerOptions
@@ -322,9 +411,26 @@ server_of(const RawOptions& raw, const Environment& environment) {
   } else {
     url = defaults::k_url;
   }
-  server.endpoint = value_or_usage_error(redis::parse_url(url), option);
+  const auto deployment =
+      value_or_usage_error(redis::parse_deployment_url(url), option);
+  using Kind = redis::TopologyKind;
+  if (deployment.kind == Kind::cluster) {
+    throw_usage(option + ": Redis Cluster URLs are not supported yet, got "
+                + quote(redis::redact_url(url)));
+  }
+  const bool sentinel = deployment.kind == Kind::sentinel;
+  server.endpoint =
+      sentinel ? deployment.data_node(redis::HostPort{}) : deployment.endpoint;
   server.endpoint.password =
       password_of(raw, server.endpoint.password, environment);
+  if (sentinel) {
+    server.sentinel = sentinel_master_of(
+        deployment, sentinel_password_of(raw, environment), server.endpoint);
+  } else if (raw.sentinel_password_file) {
+    throw_usage("--sentinel-password-file needs a redis+sentinel:// URL ("
+                + option + " is not one)");
+  }
+  server.replicas = replica_policy_of(raw, environment, sentinel);
   server.connect.tls = tls_options_of(raw, server.endpoint, option);
   // An empty --prefix is a prefix like any other.
   server.prefix = raw.prefix                 ? *raw.prefix

@@ -65,6 +65,9 @@ struct RawOptions {
   std::optional<std::string> connect_timeout;
   std::optional<std::string> io_timeout;
   std::optional<std::string> password_file;
+  std::optional<std::string> sentinel_password_file;
+  std::optional<std::string> replicas;
+  std::optional<std::string> replicas_timeout;
   std::optional<std::string> tls_ca;
   std::optional<std::string> tls_cert;
   std::optional<std::string> tls_key;

@@ -6,9 +6,11 @@ namespace rlock::cli {
 lock::Deployment
 deployment_of(const ServerOptions& server) {
   return lock::Deployment{server.endpoint,
+                          server.sentinel,
                           server.connect,
                           server.prefix,
-                          {server.restart_grace, "--restart-grace"}};
+                          {server.restart_grace, "--restart-grace"},
+                          server.replicas};
 }
 
 std::unique_ptr<lock::LockStore>

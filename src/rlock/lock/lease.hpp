@@ -32,6 +32,8 @@ struct AcquireAttempt {
   bool acquired = false;
   // When acquired: the fencing token.
   std::int64_t fence = 0;
+  // When acquired: how many replicas confirmed it (0 when none were asked).
+  int replicas = 0;
   // When the request was sent: the lease counts from here.
   BootTime sent{};
   // When not acquired: look again after this at the latest (-1: no hint).

@@ -3,7 +3,11 @@
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/lock/status.hpp>
+#include <rlock/redis/failure.hpp>
+#include <rlock/redis/replication.hpp>
 #include <rlock/redis/subscription.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/text.hpp>
 
 namespace rlock::lock {
 
@@ -40,9 +44,20 @@ RedisStore::RedisStore(Deployment deployment)
     : m_deployment(std::move(deployment)) {
 }
 
+std::string
+Deployment::address() const {
+  if (sentinel) {
+    return "master " + quote(sentinel->name) + " via sentinels "
+           + redis::sentinel_addresses(*sentinel);
+  }
+  return endpoint.address();
+}
+
 std::unique_ptr<LockStore>
 RedisStore::another() const {
-  return std::make_unique<RedisStore>(m_deployment);
+  auto store = std::make_unique<RedisStore>(m_deployment);
+  store->m_required_replicas = m_required_replicas;
+  return store;
 }
 
 std::string
@@ -68,13 +83,58 @@ RedisStore::bounded_options() const {
 redis::Connection&
 RedisStore::connection() {
   if (!m_connection) {
-    m_connection.emplace(
-        redis::Connection::open(m_deployment.endpoint, bounded_options()));
+    m_connection.emplace(open_connection(bounded_options()));
   }
   const Duration io = m_deployment.connect.io_timeout;
   m_connection->set_io_timeout(
       m_deadline ? std::min(io, *m_deadline - boot_now()) : io);
   return *m_connection;
+}
+
+redis::Connection
+RedisStore::open_connection(const redis::ConnectOptions& options) {
+  if (m_deployment.sentinel) {
+    return redis::open_master(*m_deployment.sentinel, options);
+  }
+  return redis::Connection::open(m_deployment.endpoint, options);
+}
+
+redis::Endpoint
+RedisStore::locate(const redis::ConnectOptions& options) {
+  if (m_deployment.sentinel) {
+    return redis::locate_master(*m_deployment.sentinel, options);
+  }
+  return m_deployment.endpoint;
+}
+
+int
+RedisStore::confirm(redis::Connection& c,
+                    const std::string& what,
+                    Duration limit) {
+  const auto& policy = m_deployment.replicas;
+  if (!m_required_replicas) {
+    const bool counted = policy.mode == ReplicaPolicy::Mode::count;
+    const int connected = counted ? 0 : redis::role_of(c).replicas;
+    m_required_replicas = required_replicas(policy, connected);
+    if (!counted && *m_required_replicas == 0) {
+      log::info("no replica of " + c.address()
+                + " is connected: the lock is not confirmed by any");
+    }
+  }
+  const int required = *m_required_replicas;
+  if (required == 0) {
+    return 0;
+  }
+  const auto timeout = confirmation_timeout(policy, limit);
+  const int confirmed = redis::wait_for_replicas(c, required, timeout);
+  if (confirmed < required) {
+    throw redis::Failure(redis::FailureKind::unconfirmed,
+                         "only " + std::to_string(confirmed) + " of "
+                             + std::to_string(required) + " replicas of "
+                             + c.address() + " confirmed " + what + " within "
+                             + format_duration(timeout));
+  }
+  return confirmed;
 }
 
 // A step that failed may have left a reply unread or the connection broken:
@@ -94,7 +154,8 @@ AcquireAttempt
 RedisStore::acquire(const LockRequest& request, Duration queue_ttl) {
   const auto lock_keys = keys(request.name);
   return on_connection([&](redis::Connection& c) {
-    return attempt_after_grace(
+    const auto undo = [&] { lock::release(c, lock_keys, request.token); };
+    auto attempt = attempt_after_grace(
         c,
         request.name,
         m_deployment.restart_grace,
@@ -106,7 +167,19 @@ RedisStore::acquire(const LockRequest& request, Duration queue_ttl) {
                              request.holder,
                              queue_ttl);
         },
-        [&] { lock::release(c, lock_keys, request.token); });
+        undo);
+    if (attempt.acquired) {
+      // A quarter of the lease at most: the command must still have most of
+      // it once the lock counts.
+      try {
+        attempt.replicas =
+            confirm(c, "taking " + quote(request.name), request.ttl / 4);
+      } catch (const redis::Failure&) {
+        undo();
+        throw;
+      }
+    }
+    return attempt;
   });
 }
 
@@ -136,7 +209,13 @@ RedisStore::renew(std::string_view name,
                   Duration ttl,
                   RenewMode mode) {
   return on_connection([&](redis::Connection& c) {
-    return lock::renew(c, keys(name), token, ttl, mode);
+    auto renewal = lock::renew(c, keys(name), token, ttl, mode);
+    if (renewal.held) {
+      const Duration limit =
+          m_deadline ? *m_deadline - boot_now() : m_deployment.replicas.timeout;
+      confirm(c, "renewing " + quote(name), limit);
+    }
+    return renewal;
   });
 }
 
@@ -151,8 +230,11 @@ void
 RedisStore::release_quietly(std::string_view name,
                             const std::string& token) noexcept {
   try {
+    auto options = m_deployment.connect;
+    options.connect_timeout =
+        std::min<Duration>(options.connect_timeout, std::chrono::seconds(1));
     lock::release_quietly(
-        m_deployment.endpoint, m_deployment.connect, keys(name), token);
+        locate(options), m_deployment.connect, keys(name), token);
   } catch (...) {
     // The lease expires by itself.
   }
@@ -219,7 +301,7 @@ std::unique_ptr<Wakeups>
 RedisStore::watch(std::string_view name, const std::string& token) {
   const auto lock_keys = keys(name);
   return std::make_unique<RedisWakeups>(redis::Subscription::open(
-      m_deployment.endpoint,
+      locate(bounded_options()),
       m_deployment.connect,
       {lock_keys.released_channel(), lock_keys.wake_channel(token)}));
 }

@@ -9,8 +9,11 @@
 
 namespace rlock::lock {
 
-// The store on one Redis server: each step one script (lock/protocol.cpp)
+// The store on one Redis master: each step one script (lock/protocol.cpp)
 // on one connection, opened at the first step and again after a failure.
+// With Sentinel, every new connection goes to the master the sentinels name
+// then, checked with ROLE. With a replica policy, the acquire and each
+// renewal count only once enough replicas confirmed them (WAIT).
 class RedisStore final : public LockStore {
 public:
   explicit RedisStore(Deployment deployment);
@@ -51,8 +54,16 @@ private:
   // Returns the connection for the next step, connected and bounded by the
   // deadline. A failure drops it, so that the next step connects again.
   redis::Connection& connection();
+  // Opens a connection to the server, or to the master Sentinel names now.
+  redis::Connection open_connection(const redis::ConnectOptions& options);
+  // Returns where the server, or the master Sentinel names now, is.
+  redis::Endpoint locate(const redis::ConnectOptions& options);
   LockKeys keys(std::string_view name) const;
   redis::ConnectOptions bounded_options() const;
+  // Waits until the replicas the policy asks for confirmed the write just
+  // made on `c` (`what`, for messages); `limit` bounds the wait. Returns how
+  // many confirmed. Throws Failure (unconfirmed) when too few did.
+  int confirm(redis::Connection& c, const std::string& what, Duration limit);
 
   template <typename Step>
   auto on_connection(Step&& step);
@@ -60,6 +71,9 @@ private:
   Deployment m_deployment;
   std::optional<redis::Connection> m_connection;
   std::optional<BootTime> m_deadline;
+  // Replicas that must confirm each write, fixed at the first acquire (and
+  // handed on by another()): never lowered during a run.
+  std::optional<int> m_required_replicas;
 };
 
 } // namespace rlock::lock

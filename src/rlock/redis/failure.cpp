@@ -14,6 +14,8 @@ may_pass(const Failure& failure) {
   case FailureKind::timed_out:
   case FailureKind::closed:
   case FailureKind::not_redis:
+  case FailureKind::not_master:
+  case FailureKind::unconfirmed:
     return true;
   case FailureKind::server_error: {
     const auto& code = failure.server_code();

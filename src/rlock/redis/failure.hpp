@@ -18,6 +18,8 @@ enum class FailureKind {
   server_error,     // an error reply; server_code() says which
   unexpected_reply, // a reply of a shape the step does not expect
   bad_address,      // an address no connection can be made to
+  not_master,       // Sentinel named a node that is not (or no longer) master
+  unconfirmed,      // fewer replicas than required confirmed a write (WAIT)
 };
 
 // A failure to get a step done by a server (ErrorKind::unavailable).

@@ -1,0 +1,119 @@
+#include <rlock/redis/failure.hpp>
+#include <rlock/redis/replication.hpp>
+#include <rlock/redis/sentinel.hpp>
+#include <rlock/util/text.hpp>
+
+#include <algorithm>
+#include <charconv>
+
+namespace rlock::redis {
+
+namespace {
+
+// One sentinel's answer: the master's address, or why there is none.
+struct Answer {
+  std::optional<Endpoint> master;
+  std::string why;        // when there is no address
+  bool answered = false;  // the sentinel replied (knows nothing, or errs)
+  bool timed_out = false; // its connection or reply timed out
+};
+
+Answer
+ask(const Endpoint& sentinel,
+    const std::string& name,
+    const Endpoint& data_node,
+    const ConnectOptions& options) {
+  Answer answer;
+  try {
+    auto connection = Connection::open(sentinel, options);
+    const auto reply =
+        connection.command({"SENTINEL", "get-master-addr-by-name", name});
+    answer.answered = true;
+    if (reply.is_error()) {
+      answer.why = printable(reply.text);
+      return answer;
+    }
+    if (!reply.is_array() || reply.elements.size() != 2) {
+      answer.why = "does not know master " + quote(name);
+      return answer;
+    }
+    const auto& port_text = reply.elements[1].text;
+    int port = 0;
+    const auto* end = port_text.data() + port_text.size();
+    if (std::from_chars(port_text.data(), end, port).ptr != end || port <= 0
+        || port > 65535) {
+      answer.why = "named port " + quote(port_text);
+      return answer;
+    }
+    Endpoint master = data_node;
+    master.host = reply.elements[0].text;
+    master.port = port;
+    master.socket_path.clear();
+    answer.master = master;
+  } catch (const Failure& e) {
+    answer.why = e.what();
+    answer.timed_out = e.failure_kind() == FailureKind::timed_out;
+  }
+  return answer;
+}
+
+} // namespace
+
+Endpoint
+locate_master(SentinelMaster& master, const ConnectOptions& options) {
+  std::vector<std::string> reasons;
+  bool any_answered = false;
+  bool all_timed_out = true;
+  for (auto it = master.sentinels.begin(); it != master.sentinels.end(); ++it) {
+    auto answer = ask(*it, master.name, master.data_node, options);
+    if (answer.master) {
+      std::rotate(master.sentinels.begin(), it, it + 1);
+      return *answer.master;
+    }
+    any_answered = any_answered || answer.answered;
+    all_timed_out = all_timed_out && answer.timed_out;
+    reasons.push_back(answer.answered
+                          ? "sentinel " + it->address() + " " + answer.why
+                          : answer.why);
+  }
+  std::string joined;
+  for (const auto& reason : reasons) {
+    joined += (joined.empty() ? "" : "; ") + reason;
+  }
+  if (any_answered) {
+    throw Failure(FailureKind::unexpected_reply,
+                  "no sentinel names a master " + quote(master.name) + ": "
+                      + joined);
+  }
+  throw Failure(all_timed_out ? FailureKind::timed_out : FailureKind::refused,
+                "no sentinel answered (" + joined + ")");
+}
+
+void
+check_master_role(Connection& connection) {
+  const auto role = role_of(connection).name;
+  if (role != "master") {
+    throw Failure(FailureKind::not_master,
+                  "the sentinels name " + connection.address()
+                      + " as the master, but it is a " + printable(role)
+                      + " (a failover under way?)");
+  }
+}
+
+Connection
+open_master(SentinelMaster& master, const ConnectOptions& options) {
+  auto connection = Connection::open(locate_master(master, options), options);
+  check_master_role(connection);
+  return connection;
+}
+
+std::string
+sentinel_addresses(const SentinelMaster& master) {
+  std::string addresses;
+  for (const auto& sentinel : master.sentinels) {
+    addresses += (addresses.empty() ? "" : ", ") + sentinel.address();
+  }
+  return addresses;
+}
+
+} // namespace rlock::redis

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <rlock/redis/connection.hpp>
+#include <rlock/redis/url.hpp>
+
+#include <string>
+#include <vector>
+
+namespace rlock::redis {
+
+// A master that Redis Sentinel watches: the sentinels to ask, the name they
+// know it by, and how to log in to the data nodes.
+struct SentinelMaster {
+  std::vector<Endpoint> sentinels; // each with the sentinels' own login
+  std::string name;
+  Endpoint data_node; // login, database and TLS; host and port from Sentinel
+};
+
+// Asks the sentinels in turn where the master is now. The first sentinel
+// that names an address wins and moves to the front, so that it is asked
+// first next time. Throws Failure: refused (or timed_out) when no sentinel
+// answered, naming each and why; unexpected_reply when those that answered
+// do not know the master.
+Endpoint locate_master(SentinelMaster& master, const ConnectOptions& options);
+
+// Opens a connection to the node the sentinels name and checks with ROLE
+// that it is a master. Throws as locate_master() does, and Failure
+// (not_master) while the node is not a master: a failover under way.
+Connection open_master(SentinelMaster& master, const ConnectOptions& options);
+
+// Throws Failure (not_master) unless the server on `connection` says ROLE
+// master.
+void check_master_role(Connection& connection);
+
+// Returns "127.0.0.1:26379, 127.0.0.1:26380", for messages.
+std::string sentinel_addresses(const SentinelMaster& master);
+
+} // namespace rlock::redis
