@@ -12,7 +12,7 @@ _rlock_value()
   case $1 in
     -w | --wait | --timeout | -t | --ttl | --kill-after | \
       --connect-timeout | --io-timeout | --hold | --once-per | \
-      --min-validity | -i | --interval)
+      --min-validity | -i | --interval | --replicas-timeout)
       mapfile -t COMPREPLY < <(compgen -W "$durations" -- "$cur")
       ;;
     --kill-signal)
@@ -20,8 +20,11 @@ _rlock_value()
         signals='SIGTERM SIGINT SIGHUP SIGQUIT SIGKILL SIGUSR1 SIGUSR2'
       mapfile -t COMPREPLY < <(compgen -W "$signals" -- "$cur")
       ;;
+    --replicas)
+      mapfile -t COMPREPLY < <(compgen -W 'auto all 0 1 2' -- "$cur")
+      ;;
     --url)
-      mapfile -t COMPREPLY < <(compgen -W 'redis:// rediss:// unix://' -- "$cur")
+      mapfile -t COMPREPLY < <(compgen -W 'redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel://' -- "$cur")
       compopt -o nospace 2>/dev/null
       declare -F __ltrim_colon_completions >/dev/null &&
         __ltrim_colon_completions "$cur"
@@ -29,7 +32,8 @@ _rlock_value()
     -c | --command)
       mapfile -t COMPREPLY < <(compgen -c -- "$cur")
       ;;
-    --events | --password-file | --tls-ca | --tls-cert | --tls-key)
+    --events | --password-file | --sentinel-password-file | --tls-ca | \
+      --tls-cert | --tls-key)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       ;;
@@ -46,7 +50,8 @@ _rlock_takes_value()
       --command | --kill-signal | --kill-after | --connect-timeout | \
       --io-timeout | --hold | --once-per | --events | --token | \
       --min-validity | --match | --interval | --password-file | --tls-ca | \
-      --tls-cert | --tls-key | --tls-server-name | --restart-grace | -[wtEci])
+      --tls-cert | --tls-key | --tls-server-name | --restart-grace | \
+      --sentinel-password-file | --replicas | --replicas-timeout | -[wtEci])
       return 0
       ;;
   esac
@@ -125,8 +130,8 @@ _rlock_command()
 _rlock_subcommand_options()
 {
   local connection='--url --prefix --connect-timeout --io-timeout
-    --password-file --tls-ca --tls-cert --tls-key --tls-server-name
-    --tls-insecure -h --help'
+    --password-file --sentinel-password-file --replicas --replicas-timeout
+    --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure -h --help'
   case $1 in
     status) echo "--json --wide --match --watch -i --interval $connection" ;;
     doctor) echo "-t --ttl --json $connection" ;;
@@ -274,7 +279,8 @@ _rlock()
       -n --nonblock -w --wait --timeout --fair --restart-grace -t --ttl
       -E --conflict-exit-code -c --command --url --prefix
       --kill-signal --kill-after --connect-timeout --io-timeout
-      --password-file --tls-ca --tls-cert --tls-key --tls-server-name
+      --password-file --sentinel-password-file --replicas --replicas-timeout
+      --tls-ca --tls-cert --tls-key --tls-server-name
       --tls-insecure --hold --once-per --events
       -v --verbose -q --quiet -h --help -V --version
     )

@@ -14,7 +14,8 @@ function __rlock_takes_value
             --command --kill-signal --kill-after --connect-timeout \
             --io-timeout --hold --once-per --events --token --min-validity \
             --match --interval --password-file --tls-ca --tls-cert \
-            --tls-key --tls-server-name --restart-grace -w -t -E -c -i
+            --tls-key --tls-server-name --restart-grace \
+            --sentinel-password-file --replicas --replicas-timeout -w -t -E -c -i
             return 0
     end
     return 1
@@ -158,7 +159,9 @@ end
 
 function __rlock_urls
     printf '%s\t%s\n' redis:// 'redis://[user[:pass]@]host[:port][/db]' \
-        rediss:// 'rediss://...: TLS' unix:// 'unix:///path.sock[?db=N]'
+        rediss:// 'rediss://...: TLS' unix:// 'unix:///path.sock[?db=N]' \
+        redis+sentinel:// 'redis+sentinel://host[:port][,...]/MASTER[/DB]' \
+        rediss+sentinel:// 'rediss+sentinel://...: TLS'
 end
 
 # -c and --command, the options that may follow NAME, once - is typed.
@@ -208,6 +211,9 @@ complete -c rlock -n $opts -l prefix -x -d 'key prefix ($RLOCK_PREFIX, rlock:)'
 complete -c rlock -n $opts -l connect-timeout -x -a $durations -d 'per connection attempt (2s)'
 complete -c rlock -n $opts -l io-timeout -x -a $durations -d 'per reply (5s)'
 complete -c rlock -n $opts -l password-file -r -F -d 'password: the first line of FILE'
+complete -c rlock -n $opts -l sentinel-password-file -r -F -d 'the sentinels\' password: the first line of FILE'
+complete -c rlock -n $opts -l replicas -x -a 'auto all 0 1 2' -d 'replicas that must confirm each acquire and renewal'
+complete -c rlock -n $opts -l replicas-timeout -x -a $durations -d 'wait at most D for them (1s)'
 complete -c rlock -n $opts -l tls-ca -r -F -d 'rediss://: CA certificates (PEM) to verify the server with'
 complete -c rlock -n $opts -l tls-cert -r -F -d 'rediss://: client certificate (PEM)'
 complete -c rlock -n $opts -l tls-key -r -F -d 'rediss://: its private key'
@@ -233,6 +239,9 @@ for sub in status acquire extend release check wait doctor
     complete -c rlock -n "__rlock_at $sub" -l connect-timeout -x -a $durations -d 'per connection attempt (2s)'
     complete -c rlock -n "__rlock_at $sub" -l io-timeout -x -a $durations -d 'per reply (5s)'
     complete -c rlock -n "__rlock_at $sub" -l password-file -r -F -d 'password: the first line of FILE'
+    complete -c rlock -n "__rlock_at $sub" -l sentinel-password-file -r -F -d 'the sentinels\' password: the first line of FILE'
+    complete -c rlock -n "__rlock_at $sub" -l replicas -x -a 'auto all 0 1 2' -d 'replicas that must confirm each acquire and renewal'
+    complete -c rlock -n "__rlock_at $sub" -l replicas-timeout -x -a $durations -d 'wait at most D for them (1s)'
     complete -c rlock -n "__rlock_at $sub" -l tls-ca -r -F -d 'rediss://: CA certificates (PEM) to verify the server with'
     complete -c rlock -n "__rlock_at $sub" -l tls-cert -r -F -d 'rediss://: client certificate (PEM)'
     complete -c rlock -n "__rlock_at $sub" -l tls-key -r -F -d 'rediss://: its private key'

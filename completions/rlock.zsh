@@ -16,6 +16,9 @@ _rlock_connection_options=(
   '--connect-timeout=[limit per connection attempt (2s)]:duration:_rlock_durations'
   '--io-timeout=[limit per reply (5s)]:duration:_rlock_durations'
   '--password-file=[password: the first line of FILE]:file:_files'
+  '--sentinel-password-file=[the sentinels'\''s password: the first line of FILE]:file:_files'
+  '--replicas=[replicas that must confirm each acquire and renewal]:replicas:(auto all 0 1 2)'
+  '--replicas-timeout=[wait at most D for them (1s)]:duration:_rlock_durations'
   '--tls-ca=[rediss\://: CA certificates (PEM) to verify the server with]:file:_files'
   '--tls-cert=[rediss\://: client certificate (PEM)]:file:_files'
   '--tls-key=[rediss\://: the client certificate'\''s private key]:file:_files'
@@ -64,7 +67,7 @@ _rlock_signals() {
 
 _rlock_urls() {
   local expl
-  _wanted urls expl 'Redis URL' compadd -S '' -- redis:// rediss:// unix://
+  _wanted urls expl 'Redis URL' compadd -S '' -- redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel://
 }
 
 _rlock_subcommand_names() {
@@ -110,7 +113,8 @@ _rlock_takes_value() {
     (--url|--prefix|--wait|--timeout|--ttl|--conflict-exit-code|--command|\
 --kill-signal|--kill-after|--connect-timeout|--io-timeout|--hold|--once-per|\
 --events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
---tls-cert|--tls-key|--tls-server-name|--restart-grace|-[wtEci])
+--tls-cert|--tls-key|--tls-server-name|--restart-grace|\
+--sentinel-password-file|--replicas|--replicas-timeout|-[wtEci])
       return 0 ;;
   esac
   return 1

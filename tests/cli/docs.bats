@@ -25,8 +25,9 @@ mapfile -t COMMANDS < <("$RLOCK" --help 2>/dev/null |
 MODES=(run "${COMMANDS[@]}")
 # The option names in a line of --help: "  -w,--wait,--timeout D   text".
 HELP_OPTION='s/^  \(-[^ ]*\).*/\1/p'
-# The same, for options that take a value (a placeholder such as D follows).
-HELP_VALUE_OPTION='s/^  \(-[^ ]*\) [A-Z][A-Z]* .*/\1/p'
+# The same, for options that take a value (a placeholder such as D follows;
+# after a long option name it ends the line).
+HELP_VALUE_OPTION='s/^  \(-[^ ]*\) [A-Z][A-Z]*\( .*\)\{0,1\}$/\1/p'
 
 setup_file() {
   if [[ ! -x $RLOCK ]]; then
@@ -438,7 +439,7 @@ common_cases() {
   offers "$@" 'rlock --kill-signal SIGU' -- SIGUSR1 SIGUSR2
   offers "$@" 'rlock -w ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock --ttl ' -- 500ms 5s 30s 5m 1h
-  offers "$@" 'rlock --url ' -- redis:// rediss:// unix://
+  offers "$@" 'rlock --url ' -- redis+sentinel:// redis:// rediss+sentinel:// rediss:// unix://
   offers "$@" 'rlock check --min-validity ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock status -i ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock release --f' -- --force
@@ -472,7 +473,7 @@ common_cases() {
     skip "bash-completion not installed (packaging/install-deps bash-completion)"
   common_cases bash_complete --bash-completion
   offers bash_complete --bash-completion 'rlock --kill-signal=SIGT' -- SIGTERM
-  offers bash_complete --bash-completion 'rlock --url=re' -- redis:// rediss://
+  offers bash_complete --bash-completion 'rlock --url=re' -- redis+sentinel:// redis:// rediss+sentinel:// rediss://
 }
 
 @test "zsh completion: subcommands, option values, COMMAND" {

@@ -379,3 +379,72 @@ TEST_CASE("each default is the one the help text shows") {
   CHECK_THAT(help({"status", "--help"}),
              Catch::Contains("redraw every D (2s)"));
 }
+
+TEST_CASE("a sentinel URL: the sentinels, the master, replicas auto") {
+  using Mode = rlock::lock::ReplicaPolicy::Mode;
+  Environment environment;
+  environment.sentinel_password = "s3cret";
+  environment.rlock_password = "datapw";
+  const auto options = parse_run(
+      {"--url", "redis+sentinel://a:1,b/mymaster/2", "x", "true"}, environment);
+  REQUIRE(options.server.sentinel);
+  const auto& sentinel = *options.server.sentinel;
+  CHECK(sentinel.name == "mymaster");
+  REQUIRE(sentinel.sentinels.size() == 2);
+  CHECK(sentinel.sentinels[0].address() == "a:1");
+  CHECK(sentinel.sentinels[1].address() == "b:26379");
+  CHECK(sentinel.sentinels[1].password == "s3cret");
+  CHECK(sentinel.data_node.password == "datapw");
+  CHECK(sentinel.data_node.db == 2);
+  CHECK(options.server.replicas.mode == Mode::automatic);
+  CHECK(options.server.replicas.timeout == 1s);
+  // One server: no confirmation unless asked for.
+  const auto plain = parse_run({"x", "true"});
+  CHECK_FALSE(plain.server.sentinel);
+  CHECK(plain.server.replicas.mode == Mode::count);
+  CHECK(plain.server.replicas.count == 0);
+}
+
+TEST_CASE("--replicas: a count, all or auto; $RLOCK_REPLICAS") {
+  using Mode = rlock::lock::ReplicaPolicy::Mode;
+  const auto replicas = [](std::vector<std::string> args,
+                           Environment environment = {}) {
+    args.insert(args.end(), {"x", "true"});
+    return parse_run(std::move(args), std::move(environment)).server.replicas;
+  };
+  CHECK(replicas({"--replicas", "2"}).count == 2);
+  CHECK(replicas({"--replicas", "all"}).mode == Mode::all);
+  CHECK(replicas({"--replicas=auto"}).mode == Mode::automatic);
+  CHECK(replicas({"--replicas", "0", "--replicas-timeout", "250ms"}).timeout
+        == 250ms);
+  Environment environment;
+  environment.replicas = "3";
+  CHECK(replicas({}, environment).count == 3);
+  CHECK(replicas({"--replicas", "1"}, environment).count == 1);
+  CHECK_THAT(usage_error({"--replicas", "x", "n", "true"}),
+             Catch::Contains("--replicas") && Catch::Contains("'x'"));
+  CHECK_THAT(usage_error({"--replicas", "-1", "n", "true"}),
+             Catch::Contains("--replicas") && Catch::Contains("'-1'"));
+  CHECK_THAT(usage_error({"--replicas-timeout", "0", "n", "true"}),
+             Catch::Contains("--replicas-timeout"));
+  environment.replicas = "many";
+  try {
+    parse({"x", "true"}, environment);
+    FAIL("no usage error");
+  } catch (const rlock::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("RLOCK_REPLICAS"));
+  }
+}
+
+TEST_CASE("Sentinel and Cluster URLs that cannot be used are usage errors") {
+  CHECK_THAT(usage_error({"--url", "redis+sentinel://a,,b/m", "n", "true"}),
+             Catch::Contains("--url") && Catch::Contains("empty host"));
+  CHECK_THAT(usage_error({"--url", "redis+sentinel://a", "n", "true"}),
+             Catch::Contains("--url"));
+  CHECK_THAT(usage_error({"--url", "redis+cluster://a:1", "n", "true"}),
+             Catch::Contains("--url") && Catch::Contains("Cluster"));
+  CHECK_THAT(
+      usage_error({"--sentinel-password-file", "/dev/null", "n", "true"}),
+      Catch::Contains("--sentinel-password-file")
+          && Catch::Contains("redis+sentinel://"));
+}

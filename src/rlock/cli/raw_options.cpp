@@ -42,6 +42,7 @@ add_server_options(CLI::App& app, RawOptions& raw) {
                raw.url,
                "redis[s]://[user[:pass]@]host[:port][/db]\n"
                "or unix:///path.sock[?db=N]\n"
+               "or redis[s]+sentinel://host[:port],.../MASTER[/db]\n"
                "($RLOCK_URL, $REDIS_URL, "
                    + std::string(defaults::k_url) + ")")
       ->type_name("URL")
