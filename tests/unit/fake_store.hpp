@@ -148,6 +148,11 @@ public:
     return {};
   }
 
+  std::optional<lock::DeploymentState>
+  deployment_state() override {
+    return std::nullopt;
+  }
+
   std::unique_ptr<lock::Wakeups>
   watch(std::string_view, const std::string&) override {
     calls.push_back("watch");

@@ -49,8 +49,9 @@ timing(Duration ttl = 30s) {
 CheckResult
 check(const ServerFacts& facts,
       const std::string& name,
-      const lock::LeaseTiming& lease = timing()) {
-  for (auto& result : diagnose(facts, lease)) {
+      const lock::LeaseTiming& lease = timing(),
+      const DeploymentFacts& deployment = {}) {
+  for (auto& result : diagnose(facts, lease, deployment)) {
     if (result.name == name) {
       return result;
     }
@@ -237,6 +238,73 @@ TEST_CASE("diagnose: persistence falls back to INFO, then says unknown") {
   result = check(without_config_or_info(healthy()), "persistence");
   CHECK(result.status == CheckStatus::unknown);
   CHECK(result.values["appendonly"].is_null());
+}
+
+// A Sentinel deployment whose three sentinels agree, with a failover
+// detected after `down_after_ms`.
+lock::DeploymentState
+sentinel_topology(const std::string& down_after_ms) {
+  lock::DeploymentState state;
+  state.master_name = "mymaster";
+  state.master = "10.0.0.1:6379";
+  for (const char* address : {"10.0.0.9:26379", "10.0.0.8:26379"}) {
+    state.sentinels.push_back(
+        {address,
+         state.master,
+         {{"down-after-milliseconds", down_after_ms}},
+         "OK 2 usable Sentinels. Quorum and failover authorization can be "
+         "reached",
+         ""});
+  }
+  return state;
+}
+
+TEST_CASE("diagnose: replication with --replicas") {
+  using Mode = lock::ReplicaPolicy::Mode;
+  auto facts = healthy();
+  facts.info["connected_slaves"] = "2";
+  auto result =
+      check(facts, "replication", timing(), {{Mode::automatic, 0}, {}});
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message, Catch::Contains("waits until 1 of them has it"));
+  CHECK(result.values["required_confirmations"] == 1);
+  result = check(facts, "replication", timing(), {{Mode::count, 3}, {}});
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message, Catch::Contains("every acquire would fail"));
+  facts.info["connected_slaves"] = "0";
+  CHECK(check(facts, "replication", timing(), {{Mode::automatic, 0}, {}}).status
+        == CheckStatus::ok);
+}
+
+TEST_CASE("diagnose: sentinels and failover time against the TTL") {
+  const auto facts = healthy();
+  DeploymentFacts deployment{{}, sentinel_topology("1000")};
+  auto result = check(facts, "sentinels", timing(), deployment);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message, Catch::StartsWith("2 of 2 sentinels name "));
+  result = check(facts, "failover", timing(), deployment);
+  CHECK(result.status == CheckStatus::ok);
+  // Sentinel's default: detecting a dead master takes the whole TTL.
+  deployment.topology = sentinel_topology("30000");
+  result = check(facts, "failover", timing(30s), deployment);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::Contains("every failover would stop the command"));
+  CHECK(check(facts, "failover", timing(31s), deployment).status
+        == CheckStatus::warn);
+  CHECK(check(facts, "failover", timing(60s), deployment).status
+        == CheckStatus::ok);
+  // One sentinel names another master, one does not answer.
+  deployment.topology->sentinels[0].master = "10.0.0.2:6379";
+  CHECK(check(facts, "sentinels", timing(), deployment).status
+        == CheckStatus::warn);
+  deployment.topology->sentinels[1].error = "refused";
+  deployment.topology->sentinels[0].quorum_check = "NOQUORUM 1 usable";
+  result = check(facts, "sentinels", timing(), deployment);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message, Catch::Contains("CKQUORUM"));
+  // No sentinel checks without Sentinel.
+  CHECK(diagnose(facts, timing()).size() == 6);
 }
 
 TEST_CASE("diagnose: replication") {

@@ -56,7 +56,8 @@ doctor_command() {
           "check that Redis keeps locks safe",
           "rlock doctor [-t D] [--json]",
           "Checks eviction, persistence, replication, round trip, clock and\n"
-          "version; one line each: ok, warn, fail or unknown, name, message.\n"
+          "version (with Sentinel also the sentinels and the failover time);\n"
+          "one line each: ok, warn, fail or unknown, name, message.\n"
           "Exit: 0 every check ok, 1 any other, 69 Redis unavailable,\n"
           "74 output could not be written.",
           add_options,
@@ -68,7 +69,10 @@ run(const DoctorOptions& options) {
   const auto store = open_store(options.server);
   // One server today; a store over several examines each.
   const auto facts = store->examine().front();
-  const auto checks = diagnose(facts, options.timing);
+  const auto checks = diagnose(
+      facts,
+      options.timing,
+      DeploymentFacts{options.server.replicas, store->deployment_state()});
   write_out(options.json ? format_doctor_json(facts.address, checks)
                          : format_doctor_text(checks));
   return doctor_exit_code(checks);

@@ -324,8 +324,43 @@ check_persistence(const ServerFacts& facts) {
   return check;
 }
 
+// Says what --replicas makes of a master with `connected` replicas.
+void
+judge_confirmation(CheckResult& check,
+                   long long connected,
+                   const lock::ReplicaPolicy& policy) {
+  const int required =
+      lock::required_replicas(policy, static_cast<int>(connected));
+  check.values["required_confirmations"] = required;
+  const std::string head = "master with " + std::to_string(connected)
+                           + (connected == 1 ? " replica" : " replicas");
+  if (required > connected) {
+    check.status = CheckStatus::fail;
+    check.message = head + ", but --replicas asks " + std::to_string(required)
+                    + " to confirm each write: every acquire would fail";
+  } else if (required > 0) {
+    check.status = CheckStatus::ok;
+    check.message =
+        head + ": each acquire and renewal waits until "
+        + std::to_string(required) + " of them "
+        + (required == 1 ? "has" : "have")
+        + " it (WAIT), so a failover promotes a replica that holds the "
+          "lock, unless more replicas fail at once";
+  } else {
+    check.status = CheckStatus::warn;
+    check.message =
+        head
+        + ": replication is asynchronous and no replica confirms the "
+          "locks (--replicas 0: no WAIT), so a failover can promote a replica "
+          "that "
+          "lacks a lock taken just before it, and a second holder can take "
+          "it; use --replicas 1 and pass RLOCK_FENCE to what the lock "
+          "protects";
+  }
+}
+
 CheckResult
-check_replication(const ServerFacts& facts) {
+check_replication(const ServerFacts& facts, const lock::ReplicaPolicy& policy) {
   auto check = named("replication");
   const auto* role = find(facts.info, "role");
   const auto replicas = to_integer(find(facts.info, "connected_slaves"));
@@ -344,14 +379,7 @@ check_replication(const ServerFacts& facts) {
     check.message = "master with no replicas: no failover can hand a held "
                     "lock to a second holder (a restart can: see persistence)";
   } else if (*role == "master") {
-    check.status = CheckStatus::warn;
-    check.message =
-        "master with " + std::to_string(*replicas)
-        + (*replicas == 1 ? " replica" : " replicas")
-        + ": replication is asynchronous and rlock does not use WAIT, so a "
-          "failover can promote a replica that lacks a lock taken just "
-          "before it, and a second holder can take it; pass RLOCK_FENCE to "
-          "what the lock protects";
+    judge_confirmation(check, *replicas, policy);
   } else if (*role == "slave" || *role == "replica") {
     check.status = CheckStatus::fail;
     check.message =
@@ -502,14 +530,119 @@ parse_version(std::string_view text) {
   return numbers;
 }
 
+CheckResult
+check_sentinels(const lock::DeploymentState& topology) {
+  auto check = named("sentinels");
+  int answered = 0;
+  int agreeing = 0;
+  int quorum_ok = 0;
+  std::string trouble;
+  auto details = nlohmann::ordered_json::array();
+  for (const auto& sentinel : topology.sentinels) {
+    details.push_back({{"address", sentinel.address},
+                       {"master", sentinel.master},
+                       {"quorum_check", sentinel.quorum_check},
+                       {"error", sentinel.error}});
+    if (!sentinel.error.empty()) {
+      trouble += "; " + sentinel.address + " did not answer";
+      continue;
+    }
+    ++answered;
+    if (sentinel.master == topology.master) {
+      ++agreeing;
+    } else {
+      trouble += "; " + sentinel.address + " names "
+                 + (sentinel.master.empty() ? "no master" : sentinel.master);
+    }
+    if (sentinel.quorum_check.starts_with("OK")) {
+      ++quorum_ok;
+    } else {
+      trouble += "; " + sentinel.address + ": " + sentinel.quorum_check;
+    }
+  }
+  const auto total = topology.sentinels.size();
+  check.values = {{"sentinels", total},
+                  {"answered", answered},
+                  {"agreeing", agreeing},
+                  {"master", topology.master},
+                  {"each", details}};
+  check.message = std::to_string(agreeing) + " of " + std::to_string(total)
+                  + " sentinels name " + topology.master + " as master "
+                  + quote(topology.master_name);
+  if (quorum_ok == 0) {
+    check.status = CheckStatus::fail;
+    check.message +=
+        "; no sentinel can reach a quorum for a failover (SENTINEL "
+        "CKQUORUM)"
+        + trouble;
+  } else if (agreeing == static_cast<int>(total)) {
+    check.status = CheckStatus::ok;
+    check.message += ", and a failover quorum can be reached";
+  } else {
+    check.status = CheckStatus::warn;
+    check.message += trouble;
+  }
+  return check;
+}
+
+CheckResult
+check_failover(const lock::DeploymentState& topology,
+               const lock::LeaseTiming& timing) {
+  auto check = named("failover");
+  std::optional<long long> down_after;
+  for (const auto& sentinel : topology.sentinels) {
+    const auto found = sentinel.settings.find("down-after-milliseconds");
+    if (found != sentinel.settings.end()) {
+      const auto value = to_integer(&found->second);
+      if (value && (!down_after || *value > *down_after)) {
+        down_after = value;
+      }
+    }
+  }
+  check.values = {{"down_after_ms", json_or_null(down_after)},
+                  {"ttl_ms", ms_json(timing.ttl)}};
+  if (!down_after) {
+    check.message = "no sentinel told its down-after-milliseconds (SENTINEL "
+                    "MASTER refused)";
+    return check;
+  }
+  const auto detect = std::chrono::milliseconds(*down_after);
+  const std::string head = "a failover takes down-after-milliseconds ("
+                           + format_ms(detect)
+                           + ") plus the election and promotion";
+  if (detect >= timing.ttl) {
+    check.status = CheckStatus::fail;
+    check.message = head + ", more than the " + format_ms(timing.ttl)
+                    + " TTL: every failover would stop the command (exit "
+                      "70); use a longer --ttl or a lower "
+                      "down-after-milliseconds";
+  } else if (detect + std::chrono::seconds(2) >= timing.ttl) {
+    check.status = CheckStatus::warn;
+    check.message = head + ", close to the " + format_ms(timing.ttl)
+                    + " TTL: a failover may stop the command (exit 70)";
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = head + ", well within the " + format_ms(timing.ttl)
+                    + " TTL: runs go on on the new master";
+  }
+  return check;
+}
+
 std::vector<CheckResult>
-diagnose(const ServerFacts& facts, const lock::LeaseTiming& timing) {
-  return {check_version(facts),
-          check_eviction(facts),
-          check_persistence(facts),
-          check_replication(facts),
-          check_latency(facts, timing),
-          check_clock(facts)};
+diagnose(const ServerFacts& facts,
+         const lock::LeaseTiming& timing,
+         const DeploymentFacts& deployment) {
+  std::vector<CheckResult> checks{check_version(facts),
+                                  check_eviction(facts),
+                                  check_persistence(facts),
+                                  check_replication(facts, deployment.replicas),
+                                  check_latency(facts, timing),
+                                  check_clock(facts)};
+  if (deployment.topology) {
+    checks.push_back(check_sentinels(*deployment.topology));
+    checks.push_back(check_failover(*deployment.topology, timing));
+  }
+  return checks;
 }
 
 std::string_view

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <rlock/lock/lease.hpp>
+#include <rlock/lock/replicas.hpp>
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/lock/timing.hpp>
 #include <rlock/util/duration.hpp>
@@ -42,10 +44,19 @@ inline constexpr std::int64_t k_max_clock_offset_ms = 1000;
 // 15}), or nothing when it does not start with a number.
 std::optional<std::vector<int>> parse_version(std::string_view text);
 
+// What doctor knows of the deployment besides the server's own facts.
+struct DeploymentFacts {
+  lock::ReplicaPolicy replicas; // what --replicas asks of each write
+  // Set for Sentinel: the sentinels' views of the master.
+  std::optional<lock::DeploymentState> topology;
+};
+
 // Returns the checks, in the order they are printed: version, eviction,
-// persistence, replication, latency (against `timing`) and clock.
+// persistence, replication, latency (against `timing`) and clock; with
+// Sentinel, then sentinels and failover.
 std::vector<CheckResult> diagnose(const ServerFacts& facts,
-                                  const lock::LeaseTiming& timing);
+                                  const lock::LeaseTiming& timing,
+                                  const DeploymentFacts& deployment = {});
 
 // Returns "ok", "warn", "fail" or "unknown".
 std::string_view status_name(CheckStatus status);

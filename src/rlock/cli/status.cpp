@@ -124,6 +124,23 @@ local_time_now() {
   return text;
 }
 
+// Returns the topology line for a replicated deployment ("" for one
+// server); a sentinel that did not answer is named on stderr.
+std::string
+topology_line(lock::LockStore& store) {
+  const auto state = store.deployment_state();
+  if (!state) {
+    return {};
+  }
+  for (const auto& sentinel : state->sentinels) {
+    if (!sentinel.error.empty()) {
+      log::warning("sentinel " + sentinel.address
+                   + " did not answer: " + sentinel.error);
+    }
+  }
+  return format_topology_line(*state);
+}
+
 // Redraws the table every interval until SIGINT, SIGTERM or SIGHUP.
 int
 watch(lock::LockStore& store, const StatusOptions& options) {
@@ -135,7 +152,8 @@ watch(lock::LockStore& store, const StatusOptions& options) {
     const auto snapshot = read_snapshot(store, options);
     std::string text = terminal ? "\033[H\033[2J" : "";
     text += "Every " + format_duration(*options.watch) + ": rlock status"
-            + std::string(8, ' ') + local_time_now() + "\n\n";
+            + std::string(8, ' ') + local_time_now() + "\n\n"
+            + topology_line(store);
     text += snapshot.locks.empty()
                 ? nothing_held(options) + "\n"
                 : format_status_table(snapshot, table_width(options));
@@ -169,12 +187,18 @@ run(const StatusOptions& options) {
     return watch(store, options);
   }
   const auto snapshot = read_snapshot(store, options);
-  if (options.names.empty() && snapshot.locks.empty() && !options.json) {
-    log::error(nothing_held(options));
-    return exit_code::k_success;
+  if (options.json) {
+    const auto state = store.deployment_state();
+    write_out(format_status_json(snapshot, state ? state->master : ""));
+  } else {
+    const auto topology = topology_line(store);
+    if (options.names.empty() && snapshot.locks.empty()) {
+      write_out(topology);
+      log::error(nothing_held(options));
+      return exit_code::k_success;
+    }
+    write_out(topology + format_status_table(snapshot, table_width(options)));
   }
-  write_out(options.json ? format_status_json(snapshot)
-                         : format_status_table(snapshot, table_width(options)));
   const bool any_free =
       std::any_of(snapshot.locks.begin(),
                   snapshot.locks.end(),

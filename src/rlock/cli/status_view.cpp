@@ -155,7 +155,8 @@ format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
 }
 
 std::string
-format_status_json(const lock::StatusSnapshot& snapshot) {
+format_status_json(const lock::StatusSnapshot& snapshot,
+                   const std::string& node) {
   auto locks = nlohmann::ordered_json::array();
   for (const auto& state : snapshot.locks) {
     nlohmann::ordered_json entry{
@@ -183,12 +184,39 @@ format_status_json(const lock::StatusSnapshot& snapshot) {
     }
     // A queue can form behind a lock that just turned free, too.
     entry["waiters"] = state.waiters;
+    if (!node.empty()) {
+      entry["node"] = node;
+    }
     locks.push_back(std::move(entry));
   }
   // Replace invalid UTF-8 rather than throw: names and commands are bytes.
   return locks.dump(
              2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
          + "\n";
+}
+
+std::string
+format_topology_line(const lock::DeploymentState& state) {
+  const auto agreeing = std::count_if(
+      state.sentinels.begin(),
+      state.sentinels.end(),
+      [&](const auto& sentinel) { return sentinel.master == state.master; });
+  std::string line = "sentinel: master " + quote(state.master_name) + " "
+                     + state.master + " (" + std::to_string(agreeing) + " of "
+                     + std::to_string(state.sentinels.size())
+                     + " sentinels agree); ";
+  if (state.replicas.empty()) {
+    return line + "no replicas\n";
+  }
+  line += "replicas";
+  for (std::size_t i = 0; i < state.replicas.size(); ++i) {
+    const auto& replica = state.replicas[i];
+    line += (i == 0 ? " " : ", ") + replica.address + " " + replica.state;
+    if (replica.lag_s >= 0) {
+      line += " lag " + std::to_string(replica.lag_s) + "s";
+    }
+  }
+  return line + "\n";
 }
 
 } // namespace rlock::cli

@@ -12,7 +12,14 @@ std::string format_status_table(const lock::StatusSnapshot& snapshot,
                                 std::size_t width = 80);
 
 // Returns the status as a JSON array (see README: status --json), with a
-// trailing newline.
-std::string format_status_json(const lock::StatusSnapshot& snapshot);
+// trailing newline. With a `node` (the master of a replicated deployment),
+// each lock says where it is kept.
+std::string format_status_json(const lock::StatusSnapshot& snapshot,
+                               const std::string& node = {});
+
+// Returns the line status prints before the table for a replicated
+// deployment: "sentinel: master 'mymaster' 127.0.0.1:7000 (3 of 3 sentinels
+// agree); replicas 127.0.0.1:7001 online lag 0s, ...".
+std::string format_topology_line(const lock::DeploymentState& state);
 
 } // namespace rlock::cli

@@ -4,6 +4,7 @@
 #include <rlock/util/duration.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,31 @@ struct LockState {
 struct StatusSnapshot {
   std::int64_t server_now_ms = 0; // to tell how long each lock has been held
   std::vector<LockState> locks;
+};
+
+// A replica as its master reports it (INFO replication).
+struct ReplicaState {
+  std::string address;
+  std::string state;       // "online", "wait_bgsave"...
+  std::int64_t lag_s = -1; // seconds since its last acknowledgement
+};
+
+// A sentinel's view, for status and doctor.
+struct SentinelState {
+  std::string address;
+  std::string master;                          // the master it names; "" none
+  std::map<std::string, std::string> settings; // SENTINEL MASTER's fields
+  std::string quorum_check;                    // SENTINEL CKQUORUM's reply
+  std::string error; // why it did not answer; "" when it did
+};
+
+// How a replicated deployment stands: where the store writes, its
+// replicas, and what each sentinel says.
+struct DeploymentState {
+  std::string master_name; // Sentinel's name for the master
+  std::string master;      // the master's address
+  std::vector<ReplicaState> replicas;
+  std::vector<SentinelState> sentinels;
 };
 
 } // namespace rlock::lock

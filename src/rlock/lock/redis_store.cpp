@@ -297,6 +297,30 @@ RedisStore::examine() {
       on_connection([](redis::Connection& c) { return examine_server(c); })};
 }
 
+std::optional<DeploymentState>
+RedisStore::deployment_state() {
+  if (!m_deployment.sentinel) {
+    return std::nullopt;
+  }
+  DeploymentState state;
+  state.master_name = m_deployment.sentinel->name;
+  on_connection([&](redis::Connection& c) {
+    state.master = c.address();
+    state.replicas =
+        replicas_of(parse_info(c.command({"INFO", "replication"}).text));
+    return true;
+  });
+  for (auto& report :
+       redis::survey_sentinels(*m_deployment.sentinel, bounded_options())) {
+    state.sentinels.push_back(SentinelState{std::move(report.address),
+                                            std::move(report.master),
+                                            std::move(report.settings),
+                                            std::move(report.quorum_check),
+                                            std::move(report.error)});
+  }
+  return state;
+}
+
 std::unique_ptr<Wakeups>
 RedisStore::watch(std::string_view name, const std::string& token) {
   const auto lock_keys = keys(name);

@@ -42,6 +42,7 @@ public:
   StatusSnapshot read_locks(const std::vector<std::string>& names) override;
   StatusSnapshot list_locks(std::string_view match) override;
   std::vector<ServerFacts> examine() override;
+  std::optional<DeploymentState> deployment_state() override;
   std::unique_ptr<Wakeups> watch(std::string_view name,
                                  const std::string& token) override;
   void connect() override;

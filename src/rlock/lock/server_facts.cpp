@@ -1,9 +1,11 @@
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/connection.hpp>
+#include <rlock/redis/url.hpp>
 #include <rlock/util/clock.hpp>
 
 #include <array>
 #include <charconv>
+#include <cstdlib>
 #include <limits>
 
 namespace rlock::lock {
@@ -191,6 +193,45 @@ parse_info(std::string_view text) {
                             std::string(line.substr(colon + 1)));
   }
   return fields;
+}
+
+namespace {
+
+// Returns the value of `key` in "ip=1.2.3.4,port=6380,state=online,...".
+std::string
+field_of(std::string_view list, std::string_view key) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const auto item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
+    if (item.size() > key.size() && item.starts_with(key)
+        && item[key.size()] == '=') {
+      return std::string(item.substr(key.size() + 1));
+    }
+  }
+  return {};
+}
+
+} // namespace
+
+std::vector<ReplicaState>
+replicas_of(const Fields& info) {
+  std::vector<ReplicaState> replicas;
+  for (int i = 0;; ++i) {
+    const auto found = info.find("slave" + std::to_string(i));
+    if (found == info.end()) {
+      return replicas;
+    }
+    const auto& list = found->second;
+    ReplicaState replica;
+    replica.address = redis::HostPort{field_of(list, "ip"),
+                                      std::atoi(field_of(list, "port").c_str())}
+                          .address();
+    replica.state = field_of(list, "state");
+    const auto lag = field_of(list, "lag");
+    replica.lag_s = lag.empty() ? -1 : std::atoll(lag.c_str());
+    replicas.push_back(std::move(replica));
+  }
 }
 
 ServerFacts

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rlock/lock/lease.hpp>
 #include <rlock/util/duration.hpp>
 
 #include <cstdint>
@@ -39,6 +40,10 @@ struct ServerFacts {
 // Returns the "field:value" lines of an INFO reply; "# Section" lines and
 // lines without a colon are skipped.
 Fields parse_info(std::string_view text);
+
+// Returns the replicas of an INFO replication's fields ("slave0:ip=...,
+// port=...,state=online,offset=...,lag=0"), in their order.
+std::vector<ReplicaState> replicas_of(const Fields& info);
 
 // Asks the server on `connection` what doctor judges: round trips, INFO,
 // CONFIG, version, role, whether scripts run, its clock. A refused command

@@ -107,6 +107,10 @@ public:
   // Returns what each server says about itself, for rlock doctor.
   virtual std::vector<ServerFacts> examine() = 0;
 
+  // Returns how a replicated deployment stands (Sentinel: the master, its
+  // replicas, each sentinel's view); nothing for a single server.
+  virtual std::optional<DeploymentState> deployment_state() = 0;
+
   // Starts watching for wake-ups of lock `name` and of `token`'s turn.
   // Returns once no later wake-up can be missed.
   virtual std::unique_ptr<Wakeups> watch(std::string_view name,

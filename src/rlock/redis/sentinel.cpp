@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 namespace rlock::redis {
 
@@ -105,6 +106,57 @@ open_master(SentinelMaster& master, const ConnectOptions& options) {
   auto connection = Connection::open(locate_master(master, options), options);
   check_master_role(connection);
   return connection;
+}
+
+namespace {
+
+// Returns a flat [key, value, ...] array reply as a map.
+std::map<std::string, std::string>
+fields_of(const Reply& reply) {
+  std::map<std::string, std::string> fields;
+  if (!reply.is_array()) {
+    return fields;
+  }
+  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+    fields[reply.elements[i].text] = reply.elements[i + 1].text;
+  }
+  return fields;
+}
+
+SentinelReport
+report_of(const Endpoint& sentinel,
+          const std::string& name,
+          const ConnectOptions& options) {
+  SentinelReport report;
+  report.address = sentinel.address();
+  try {
+    auto connection = Connection::open(sentinel, options);
+    const auto where =
+        connection.command({"SENTINEL", "get-master-addr-by-name", name});
+    if (where.is_array() && where.elements.size() == 2) {
+      report.master = HostPort{where.elements[0].text,
+                               std::atoi(where.elements[1].text.c_str())}
+                          .address();
+    }
+    report.settings =
+        fields_of(connection.command({"SENTINEL", "MASTER", name}));
+    const auto quorum = connection.command({"SENTINEL", "CKQUORUM", name});
+    report.quorum_check = printable(quorum.text);
+  } catch (const Failure& e) {
+    report.error = e.what();
+  }
+  return report;
+}
+
+} // namespace
+
+std::vector<SentinelReport>
+survey_sentinels(const SentinelMaster& master, const ConnectOptions& options) {
+  std::vector<SentinelReport> reports;
+  for (const auto& sentinel : master.sentinels) {
+    reports.push_back(report_of(sentinel, master.name, options));
+  }
+  return reports;
 }
 
 std::string

@@ -3,6 +3,7 @@
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/url.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,22 @@ Connection open_master(SentinelMaster& master, const ConnectOptions& options);
 // Throws Failure (not_master) unless the server on `connection` says ROLE
 // master.
 void check_master_role(Connection& connection);
+
+// What one sentinel says of the master, for status and doctor.
+struct SentinelReport {
+  std::string address;
+  std::string master; // "host:port" it names; "" when it named none
+  // SENTINEL MASTER's fields (down-after-milliseconds, failover-timeout,
+  // quorum, flags...); empty when refused.
+  std::map<std::string, std::string> settings;
+  std::string quorum_check; // SENTINEL CKQUORUM's reply, an error included
+  std::string error;        // why it did not answer; "" when it did
+};
+
+// Asks every sentinel where the master is, how it watches it and whether
+// it can fail it over. A sentinel that does not answer has `error` set.
+std::vector<SentinelReport> survey_sentinels(const SentinelMaster& master,
+                                             const ConnectOptions& options);
 
 // Returns "127.0.0.1:26379, 127.0.0.1:26380", for messages.
 std::string sentinel_addresses(const SentinelMaster& master);
