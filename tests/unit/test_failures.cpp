@@ -67,6 +67,7 @@ TEST_CASE("a server that cannot serve yet may pass; other errors do not") {
                            "BUSY Redis is busy running a script",
                            "MASTERDOWN Link with MASTER is down",
                            "TRYAGAIN Multiple keys request during rehashing",
+                           "CLUSTERDOWN The cluster is down",
                            "READONLY You can't write against a read only "
                            "replica.",
                            "ERR max number of clients reached"}) {

@@ -27,9 +27,6 @@ struct Deployment {
   // How many replicas must confirm the acquire and every renewal.
   ReplicaPolicy replicas;
 
-  // Returns what the deployment names, for messages: "127.0.0.1:6379" or
-  // "master 'mymaster' via sentinels 127.0.0.1:26379, ...".
-  std::string address() const;
 };
 
 // Returns the store for `deployment`, not yet connected: the one place that

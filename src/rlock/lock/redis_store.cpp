@@ -44,15 +44,6 @@ RedisStore::RedisStore(Deployment deployment)
     : m_deployment(std::move(deployment)) {
 }
 
-std::string
-Deployment::address() const {
-  if (sentinel) {
-    return "master " + quote(sentinel->name) + " via sentinels "
-           + redis::sentinel_addresses(*sentinel);
-  }
-  return endpoint.address();
-}
-
 std::unique_ptr<LockStore>
 RedisStore::another() const {
   auto store = std::make_unique<RedisStore>(m_deployment);
@@ -74,8 +65,11 @@ redis::ConnectOptions
 RedisStore::bounded_options() const {
   redis::ConnectOptions options = m_deployment.connect;
   if (m_deadline) {
-    options.connect_timeout =
-        std::min(options.connect_timeout, *m_deadline - boot_now());
+    // The replies of the connection's login, and of the sentinels asked
+    // where the master is, count against the deadline too.
+    const Duration left = *m_deadline - boot_now();
+    options.connect_timeout = std::min(options.connect_timeout, left);
+    options.io_timeout = std::min(options.io_timeout, left);
   }
   return options;
 }

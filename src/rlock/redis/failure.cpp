@@ -20,7 +20,7 @@ may_pass(const Failure& failure) {
   case FailureKind::server_error: {
     const auto& code = failure.server_code();
     return code == "LOADING" || code == "BUSY" || code == "MASTERDOWN"
-           || code == "TRYAGAIN" || code == "READONLY"
+           || code == "TRYAGAIN" || code == "CLUSTERDOWN" || code == "READONLY"
            || (code == "ERR"
                && std::string_view(failure.what())
                           .find("max number of clients reached")

@@ -55,9 +55,10 @@ std::string server_code_of(std::string_view error);
 
 // The one place that says whether a failure may pass: the connection could
 // not be made, broke or timed out, or the server answered that it cannot
-// serve yet (LOADING, BUSY, MASTERDOWN, TRYAGAIN, READONLY during a
-// failover, max number of clients reached). A waiter or renewer tries again
-// on a new connection; anyone else reports it.
+// serve yet (LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY
+// during a failover, max number of clients reached), Sentinel named a node
+// that is not master yet, or too few replicas confirmed a write. A waiter
+// or renewer tries again on a new connection; anyone else reports it.
 bool may_pass(const Failure& failure);
 
 // Throws Failure(server_error) for the error reply `error` to `what`.
