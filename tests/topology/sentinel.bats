@@ -1,0 +1,610 @@
+#!/usr/bin/env bats
+#
+# rlock on a real Redis Sentinel (tests/lib/topology.bash): the
+# redis+sentinel:// URL and its errors, replica confirmation (--replicas),
+# and failovers (kill -9 of the master, a frozen "zombie" master) that must
+# never leave two holders.
+#
+# The safety checks trust nothing in rlock. Each command appends
+# $EPOCHREALTIME to a file of its own every 20 ms while it runs (a
+# heartbeat), and the intervals [first beat, last beat] of different runs
+# must not intersect; the contention test uses a mkdir critical section. An
+# interval misses at most one period at either end, so an overlap shorter
+# than 20 ms could go unseen; a holder that outlives its lease by a renewal
+# period (a third of the TTL) cannot.
+#
+# Topologies, started side by side in setup_file:
+#   shared  a master, 2 replicas, 3 sentinels, used in file order: the tests
+#           that change nothing, then the frozen replicas, then three zombie
+#           masters (each comes back as a replica; the next test waits until
+#           the sentinels have demoted it, about 8 s), then the fence test,
+#           which kills two masters.
+#   kill    the same shape, for the double kill -9 test alone.
+#   lone    a master without replicas and one sentinel: after a kill -9 the
+#           sentinel names the dead master for good.
+#
+# Tests marked KNOWN BUG fail on purpose until rlock is fixed; see each.
+
+# Child scripts are single-quoted on purpose (SC2016); `run` sets output and
+# lines (SC2154); tests that use a topology of their own point RLOCK_URL at
+# it, which shellcheck takes for a subshell's change (SC2030, SC2031).
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031
+
+bats_require_minimum_version 1.5.0
+
+load ../cli/helpers
+load ../cli/heartbeat
+# shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
+source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+
+setup_file() {
+  local rc=0 rc_kill=0 rc_lone=0 pid_kill pid_lone start=$EPOCHREALTIME
+  export SHARED_DIR=$BATS_FILE_TMPDIR/shared
+  export KILL_DIR=$BATS_FILE_TMPDIR/kill
+  export LONE_DIR=$BATS_FILE_TMPDIR/lone
+  # The bring-ups mostly wait on timers: run them side by side. The shared
+  # one last, in the foreground: its variables are the ones exported.
+  sentinel_start "$KILL_DIR" 2 3 >"$BATS_FILE_TMPDIR/kill.out" 2>&1 3>&- &
+  pid_kill=$!
+  sentinel_start "$LONE_DIR" 0 1 >"$BATS_FILE_TMPDIR/lone.out" 2>&1 3>&- &
+  pid_lone=$!
+  sentinel_start "$SHARED_DIR" 2 3 || rc=$?
+  wait "$pid_kill" || rc_kill=$?
+  wait "$pid_lone" || rc_lone=$?
+  cat "$BATS_FILE_TMPDIR/kill.out" "$BATS_FILE_TMPDIR/lone.out" >&2
+  ((rc != 0)) || rc=$rc_kill
+  ((rc != 0)) || rc=$rc_lone
+  if ((rc == 0)); then
+    note "bring-up of three sentinel topologies: $(elapsed "$start") s"
+  elif ((rc == 125)); then
+    export TOPOLOGY_TEST_SKIP=1
+  else
+    topology_stop "$BATS_FILE_TMPDIR"
+    return "$rc"
+  fi
+}
+
+teardown_file() {
+  topology_stop "$BATS_FILE_TMPDIR"
+}
+
+setup() {
+  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
+    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
+  fi
+  if [[ ! -x $RLOCK ]]; then
+    echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
+    return 1
+  fi
+  unset REDIS_URL RLOCK_PREFIX RLOCK_REPLICAS
+  export RLOCK_URL=$RLOCK_SENTINEL_URL
+  # A fresh topology's servers are seconds old, and with the default
+  # --restart-grace (30s) no lock would be granted. The grace guards against
+  # a server that restarted empty (tests/cli/restart.bats tests it); here it
+  # would only delay every test.
+  export RLOCK_RESTART_GRACE=0
+  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
+  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
+  FROZEN_FILE=$BATS_TEST_TMPDIR/frozen
+  : >"$BG_PIDS_FILE"
+  : >"$GROUPS_FILE"
+  : >"$FROZEN_FILE"
+  cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+teardown() {
+  local port
+  # Continue what this test froze, then end its rlocks and their children.
+  if [[ -n ${FROZEN_FILE:-} && -f $FROZEN_FILE ]]; then
+    while read -r port; do
+      topology_thaw "$port" 2>/dev/null || :
+    done <"$FROZEN_FILE"
+  fi
+  common_teardown
+  [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
+}
+
+# note TEXT: a line in the TAP output, for the timings.
+note() {
+  echo "# $*" >&3
+}
+
+# elapsed SINCE: seconds since EPOCHREALTIME was SINCE, to 0.1 s.
+elapsed() {
+  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# freeze PORT / thaw PORT: SIGSTOP / SIGCONT the server on PORT; teardown
+# continues whatever a test froze.
+freeze() {
+  echo "$1" >>"$FROZEN_FILE"
+  topology_freeze "$1"
+}
+thaw() {
+  topology_thaw "$1"
+}
+
+# replicas_now DIR: the running data nodes of DIR other than the master
+# the sentinels name, one a line.
+replicas_now() {
+  local master
+  master=$(sentinel_master_port "$1") || return 1
+  topology_ports "$1" node running | grep -vx "$master"
+}
+
+# hold_script FILE SECONDS: a bash script that writes its PID to FILE.pid
+# (its process group: rlock makes the child a group leader), then appends
+# $EPOCHREALTIME to FILE every 20 ms for SECONDS, then exits 0.
+hold_script() {
+  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
+  printf 'end=$((${EPOCHREALTIME//[.,]/} + %d000000)); ' "$2"
+  printf 'while ((${EPOCHREALTIME//[.,]/} < end)); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.02; done' "$1"
+}
+
+# no_overlap FILE...: the heartbeat intervals [first, last] of the FILEs
+# that have beats never intersect. Prints them, sorted by start, in ms.
+no_overlap() {
+  local file first last prev='' prev_end=0 bad=0
+  for file; do
+    [[ -s $file ]] || continue
+    echo "$(first_beat "$file") $(last_beat "$file") $file"
+  done | sort -n >"$BATS_TEST_TMPDIR/intervals"
+  while read -r first last file; do
+    echo "interval $((first / 1000)) - $((last / 1000)) ms: $file"
+    if ((first <= prev_end)); then
+      echo "OVERLAP: $file starts $(((prev_end - first) / 1000)) ms before $prev ends" >&2
+      bad=1
+    fi
+    if ((last > prev_end)); then
+      prev_end=$last prev=$file
+    fi
+  done <"$BATS_TEST_TMPDIR/intervals"
+  return "$bad"
+}
+
+# span_ms FILE: milliseconds between the first and the last beat in FILE.
+span_ms() {
+  echo $((($(last_beat "$1") - $(first_beat "$1")) / 1000))
+}
+
+# increasing FILE: the numbers in FILE (other lines skipped) increase
+# strictly, line by line.
+increasing() {
+  awk '/^[0-9]+$/ { if (n++ && $1 <= prev) { print "fence " $1 " after " prev; bad = 1 } prev = $1 }
+       END { exit bad }' "$1"
+}
+
+# start_waiter NAME HB SECONDS ARG...: in the background, rlock ARG... NAME
+# running hold_script HB SECONDS, started again while it exits 69 within
+# 30 s, each start a line in HB.starts. A waiter started while the
+# sentinels still name a dead master exits 69 at once, -w or not (KNOWN
+# BUG, see "a waiter keeps asking the sentinels until -w ends" below); the
+# loop stands in for the wait it should do. Sets BG_PID.
+start_waiter() {
+  local name=$1 hb=$2 seconds=$3
+  shift 3
+  bg bash -c '
+    rlock=$1 name=$2 hb=$3 script=$4
+    shift 4
+    pid=
+    trap '\''[[ -z $pid ]] || kill -TERM "$pid"'\'' TERM
+    end=$((SECONDS + 30))
+    while :; do
+      echo start >>"$hb.starts"
+      "$rlock" "$@" "$name" bash -c "$script" &
+      pid=$!
+      rc=0
+      wait "$pid" || rc=$?
+      ((rc == 69 && SECONDS < end)) || exit "$rc"
+      sleep 0.05
+    done' _ "$RLOCK" "$name" "$hb" "$(hold_script "$hb" "$seconds")" "$@"
+}
+
+# still_waiting PID: background rlock PID has not exited yet.
+still_waiting() {
+  running "$1" && return 0
+  echo "rlock (pid $1) is no longer waiting: $(tail -n 1 "$BG_ERR")" >&2
+  return 1
+}
+
+# exists_on KEY PORT: EXISTS KEY on the server on PORT (1 or 0).
+exists_on() {
+  topology_cli "$2" exists "$1"
+}
+
+# role_is PORT ROLE: the server on PORT answers ROLE with ROLE first.
+role_is() {
+  [[ $(topology_role "$1") == "$2" ]]
+}
+
+# held_on KEY PORT: KEY exists on the server on PORT.
+held_on() {
+  [[ $(exists_on "$1" "$2") == 1 ]]
+}
+
+# --- the URL -----------------------------------------------------------------
+
+@test "a run and rlock status through the sentinel URL: the lock is on the master, a replica confirmed it" {
+  local master key n port token
+  master=$(sentinel_master_port "$SHARED_DIR")
+  key=$(lock_key plain)
+  # While the command runs: the key on the master, and on how many replicas.
+  run -0 rl plain bash -c "
+    redis-cli -h 127.0.0.1 -p $master exists '$key'
+    n=0
+    for p in $SENTINEL_REPLICA_PORTS; do
+      n=\$((n + \$(redis-cli -h 127.0.0.1 -p \$p exists '$key')))
+    done
+    echo \$n"
+  [[ ${lines[0]} == 1 ]]
+  ((lines[1] >= 1))
+  [[ $(exists_on "$key" "$master") == 0 ]]
+
+  bg "$RLOCK" -t 20s held sleep 30
+  wait_until 10 held_on "$(lock_key held)" "$master"
+  run -0 rl status
+  [[ ${lines[1]} == "held "*"$(hostname)"*"sleep 30" ]]
+  rl status --json >status.json
+  token=$(topology_cli "$master" hget "$(lock_key held)" token)
+  [[ -n $token && $(json_get status.json '[0,"token"]') == "\"$token\"" ]]
+  [[ $(json_get status.json '[0,"name"]') == '"held"' ]]
+  n=$(json_len status.json '[]')
+  ((n == 1))
+  for port in $SENTINEL_PORTS; do
+    [[ $(topology_role "$port") == sentinel ]]
+  done
+}
+
+@test "a master the sentinels do not know: 69 naming each sentinel; no sentinel reachable: 69; a malformed sentinel URL: 64" {
+  local port url p1 p2
+  url=${RLOCK_SENTINEL_URL%/*}/nosuch
+  run -69 rl --url "$url" wrongname touch ran
+  echo "$output"
+  ((${#lines[@]} == 1))
+  [[ $output == "rlock: "*"'nosuch'"* ]]
+  for port in $SENTINEL_PORTS; do
+    [[ $output == *"127.0.0.1:$port"* ]]
+  done
+  [[ ! -e ran ]]
+
+  p1=$(closed_port)
+  p2=$(closed_port)
+  RLOCK_URL="redis+sentinel://127.0.0.1:$p1,127.0.0.1:$p2/mymaster" run -69 rl unreachable touch ran
+  echo "$output"
+  ((${#lines[@]} == 1))
+  [[ $output == "rlock: "*"127.0.0.1:$p1"*"127.0.0.1:$p2"* ]]
+  [[ ! -e ran ]]
+
+  port=${SENTINEL_PORTS%% *}
+  for url in "redis+sentinel://127.0.0.1:$port" "redis+sentinel://127.0.0.1:$port/" \
+    "redis+sentinel://127.0.0.1:$port,,127.0.0.1:$port/mymaster" \
+    "redis+sentinel:///mymaster" "redis+sentinel://127.0.0.1:0/mymaster" \
+    "redis+sentinel://127.0.0.1:$port/mymaster/x"; do
+    run -64 rl --url "$url" malformed touch ran
+    echo "$url: $output"
+    [[ $output == "rlock: --url: invalid URL"* ]]
+    RLOCK_URL=$url run -64 rl malformed touch ran
+    run -64 rl status --url "$url"
+  done
+  [[ ! -e ran ]]
+}
+
+@test "contention: 8 processes x 25 runs on the sentinel URL: no overlap, counter 200, fences increase" {
+  local d=$BATS_TEST_TMPDIR/cs start=$EPOCHREALTIME
+  mkdir "$d"
+  echo 0 >"$d/counter"
+  : >"$d/overlaps"
+  : >"$d/fences"
+  : >"$d/errors"
+  # The critical section: entering must create "inside" (fails if someone
+  # else is inside), the counter is read-modify-written with a pause in
+  # between, leaving must remove "inside". Fences are logged in order.
+  cat >"$d/cs.sh" <<'EOF'
+#!/bin/sh
+d=$1
+mkdir "$d/inside" 2>/dev/null || echo "enter $RLOCK_FENCE" >>"$d/overlaps"
+echo "$RLOCK_FENCE" >>"$d/fences"
+n=$(cat "$d/counter")
+sleep 0.01
+echo $((n + 1)) >"$d/counter"
+rmdir "$d/inside" 2>/dev/null || echo "leave $RLOCK_FENCE" >>"$d/overlaps"
+EOF
+  chmod +x "$d/cs.sh"
+  # One bounded foreground command: timeout signals its whole process group
+  # (all workers and their rlocks) if the test hangs.
+  run -0 timeout -k 10 180 bash -c '
+    rlock=$1 d=$2
+    for w in 1 2 3 4 5 6 7 8; do
+      (
+        for r in $(seq 25); do
+          rc=0
+          "$rlock" contended "$d/cs.sh" "$d" 2>"$d/stderr.$w" || rc=$?
+          [ "$rc" -eq 0 ] || echo "worker $w run $r: exit $rc: $(cat "$d/stderr.$w")" >>"$d/errors"
+        done
+      ) </dev/null 3>&- &
+    done
+    wait' _ "$RLOCK" "$d"
+  note "contention, 200 runs: $(elapsed "$start") s"
+  echo "errors:"
+  cat "$d/errors"
+  echo "overlaps:"
+  cat "$d/overlaps"
+  [[ ! -s $d/errors ]]
+  [[ ! -s $d/overlaps ]]
+  [[ $(<"$d/counter") == 200 ]]
+  [[ $(wc -l <"$d/fences") == 200 ]]
+  increasing "$d/fences"
+  [[ $(exists_on "$(lock_key contended)" "$(sentinel_master_port "$SHARED_DIR")") == 0 ]]
+}
+
+# --- replica confirmation ----------------------------------------------------
+
+@test "replicas frozen around the acquire: by default the command never runs (69); with --replicas 0 it does" {
+  local master key port
+  local -a replicas
+  sentinel_wait_ready "$SHARED_DIR"
+  master=$(sentinel_master_port "$SHARED_DIR")
+  mapfile -t replicas < <(replicas_now "$SHARED_DIR")
+  ((${#replicas[@]} == 2))
+  key=$(lock_key frozen)
+  for port in "${replicas[@]}"; do
+    freeze "$port"
+  done
+  run -69 rl -w 2s frozen touch ran
+  echo "$output"
+  [[ $output == *"0 of 1 replicas of 127.0.0.1:$master"* ]]
+  [[ ! -e ran ]]
+  # The unconfirmed acquire was undone.
+  [[ $(exists_on "$key" "$master") == 0 ]]
+  # The contrast: the same with no confirmation asked for.
+  run -0 rl --replicas 0 -w 2s frozen touch ran
+  [[ -e ran ]]
+  for port in "${replicas[@]}"; do
+    thaw "$port"
+  done
+}
+
+# KNOWN BUG (reported): the first acquire's "unconfirmed" failure is not
+# retried. Waiter::run (src/rlock/lock/waiter.cpp) makes its first attempt
+# outside the loop that recovers from failures that may pass, so
+# RedisStore::acquire's FailureKind::unconfirmed goes straight up: exit 69
+# after one --replicas-timeout (1s), -w or not. Issue 12: "retry until -n/-w
+# ends, then 69".
+@test "KNOWN BUG: an acquire the replicas did not confirm is retried until -w ends: replicas thawed during the wait, the command runs" {
+  local port r start rc=0
+  local -a replicas
+  sentinel_wait_ready "$SHARED_DIR"
+  mapfile -t replicas < <(replicas_now "$SHARED_DIR")
+  ((${#replicas[@]} == 2))
+  for port in "${replicas[@]}"; do
+    freeze "$port"
+  done
+  start=$EPOCHREALTIME
+  bg "$RLOCK" -v -w 15s retried touch ran
+  r=$BG_PID
+  # Longer than --replicas-timeout: an attempt was refused by now.
+  sleep 2
+  still_waiting "$r"
+  for port in "${replicas[@]}"; do
+    thaw "$port"
+  done
+  reap "$r" 20 || rc=$?
+  note "exit $rc after $(elapsed "$start") s: $(tail -n 1 "$BG_ERR")"
+  cat "$BG_ERR"
+  ((rc == 0))
+  [[ -e ran ]]
+}
+
+# --- failovers ---------------------------------------------------------------
+
+# kill_round N: one hold, a kill -9 of its master, a waiter; see the test.
+kill_round() {
+  local n=$1 hb1=$BATS_TEST_TMPDIR/hb1.$1 hb2=$BATS_TEST_TMPDIR/hb2.$1
+  local ev1=$BATS_TEST_TMPDIR/ev1.$1 r1 r2 pgid old new rc1=0 killed_at
+  bg "$RLOCK" -t 3s --events "$ev1" failover bash -c "$(hold_script "$hb1" 8)"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  # A renewal first: the lease then is one the renewer has kept.
+  wait_until 5 has_event "$ev1" renewed
+  old=$(sentinel_master_port "$KILL_DIR")
+  topology_kill "$old"
+  killed_at=$EPOCHREALTIME
+  start_waiter failover "$hb2" 1 -t 3s -w 30s
+  r2=$BG_PID
+  new=$(sentinel_wait_failover "$KILL_DIR" "$old")
+  note "round $n: failover from $old to $new in $(elapsed "$killed_at") s"
+  reap "$r1" 20 || rc1=$?
+  reaped 0 "$r2" 40
+  note "round $n: the holder exited $rc1; the waiter was started $(wc -l <"$hb2.starts") time(s)"
+  no_overlap "$hb1" "$hb2"
+  [[ -s $hb2 ]]
+  if ((rc1 == 70)); then
+    wait_until 3 group_dead "$pgid"
+    before "$(last_beat "$hb1")" "$(($(lease_start "$ev1") + 3000000))" \
+      "the holder's last heartbeat vs its lease's end"
+  else
+    # Kept on the new master: the command ran to its end.
+    ((rc1 == 0))
+    (($(span_ms "$hb1") >= 7900))
+  fi
+}
+
+@test "kill -9 of the master during a hold, twice: the run goes on or ends (70) before a waiter's command starts, never both" {
+  local start=$EPOCHREALTIME
+  sentinel_export "$KILL_DIR"
+  export RLOCK_URL=$RLOCK_SENTINEL_URL
+  kill_round 1
+  sentinel_wait_ready "$KILL_DIR"
+  kill_round 2
+  note "two kill rounds: $(elapsed "$start") s"
+}
+
+# The zombie: a master frozen under a holder comes back after the failover
+# and takes writes for a while until the sentinels demote it.
+@test "zombie master: SIGSTOP under a holder, failover, a second holder on the new master, SIGCONT: the first command was stopped before the second's started" {
+  local hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2 ev1=$BATS_TEST_TMPDIR/ev1
+  local ev2=$BATS_TEST_TMPDIR/ev2 r1 r2 pgid old new frozen_at
+  sentinel_wait_ready "$SHARED_DIR"
+  bg "$RLOCK" -t 2s --events "$ev1" zombie bash -c "$(heartbeat_script "$hb1")"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  wait_until 5 has_event "$ev1" renewed
+  old=$(sentinel_master_port "$SHARED_DIR")
+  freeze "$old"
+  frozen_at=$EPOCHREALTIME
+  new=$(sentinel_wait_failover "$SHARED_DIR" "$old")
+  note "failover from the frozen $old to $new in $(elapsed "$frozen_at") s"
+  bg "$RLOCK" -t 3s -w 30s --events "$ev2" zombie bash -c "$(hold_script "$hb2" 3)"
+  r2=$BG_PID
+  wait_until 10 beating "$hb2"
+  child_group "$hb2" >/dev/null
+  # The second holder's lease began after the first's ended.
+  (($(lease_start "$ev1") + 2000000 < $(first_beat "$hb2")))
+  thaw "$old"
+  exits_with 70 "$r1"
+  wait_until 3 group_dead "$pgid"
+  reaped 0 "$r2" 15
+  no_overlap "$hb1" "$hb2"
+  before "$(last_beat "$hb1")" "$(($(lease_start "$ev1") + 2000000))" \
+    "the first holder's last heartbeat vs its lease's end"
+  (($(span_ms "$hb2") >= 2900))
+}
+
+# The zombie back while the holder still counts on its lease: the renewal
+# the holder sent to the frozen master is answered once it thaws, and the
+# zombie keeps taking writes for seconds, while the copy of the lock on the
+# new master runs out unless a renewal reaches it. Without replica
+# confirmation the holder would keep renewing on the zombie past the real
+# lease and the waiter would start beside it.
+@test "zombie master back before the holder's lease ends: what it confirms does not count; the holder goes on or ends before the waiter's command starts" {
+  local hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2 ev1=$BATS_TEST_TMPDIR/ev1
+  local r1 r2 pgid old new frozen_at rc1=0
+  sentinel_wait_ready "$SHARED_DIR"
+  # TTL 6s: renewals every 2s, the kill about 4.9s after the last one, later
+  # than the failover (about 3s).
+  bg "$RLOCK" -t 6s --events "$ev1" zombie bash -c "$(hold_script "$hb1" 12)"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  wait_until 5 has_event "$ev1" renewed
+  old=$(sentinel_master_port "$SHARED_DIR")
+  freeze "$old"
+  frozen_at=$EPOCHREALTIME
+  new=$(sentinel_wait_failover "$SHARED_DIR" "$old")
+  bg "$RLOCK" -t 3s -w 30s zombie bash -c "$(hold_script "$hb2" 1)"
+  r2=$BG_PID
+  thaw "$old"
+  note "failover from the frozen $old to $new, thawed after $(elapsed "$frozen_at") s"
+  reap "$r1" 20 || rc1=$?
+  reaped 0 "$r2" 30
+  note "the holder exited $rc1; renew-failed: $(grep '"renew-failed"' "$ev1" |
+    sed -E 's/.*"error":"([^"]*)".*/\1/' | sort | uniq -c | tr '\n' ';')"
+  no_overlap "$hb1" "$hb2"
+  [[ -s $hb2 ]]
+  if ((rc1 == 70)); then
+    wait_until 3 group_dead "$pgid"
+    before "$(last_beat "$hb1")" "$(($(lease_start "$ev1") + 6000000))" \
+      "the holder's last heartbeat vs its lease's end"
+  else
+    ((rc1 == 0))
+    (($(span_ms "$hb1") >= 11900))
+  fi
+}
+
+# KNOWN BUG (reported): a double holder. A waiter keeps the connection it
+# opened before the freeze (ROLE is checked only on new connections), so
+# once the zombie thaws, its attempts go there, and the lock's copy on the
+# zombie runs out or is released there: the waiter takes the lock on the
+# zombie, which the sentinels demote only about 8 s after it is back.
+# `--replicas auto` does not stop it: the requirement is fixed at the first
+# acquire, from the replicas connected to the server that answered, and a
+# zombie has none ("no replica of <old master> is connected: the lock is not
+# confirmed by any"). Meanwhile a run started after the failover holds the
+# lock on the new master. (The holder's own stale connection does harm too:
+# its release and its check at the end go to the zombie, see the test
+# above, where it can end 70 though its renewals reached the new master.)
+@test "KNOWN BUG: zombie master: a waiter connected before the freeze and a run started after the failover never hold at once" {
+  local hbh=$BATS_TEST_TMPDIR/hb.holder hbw=$BATS_TEST_TMPDIR/hb.waiter
+  local hbl=$BATS_TEST_TMPDIR/hb.late evh=$BATS_TEST_TMPDIR/ev.holder
+  local evw=$BATS_TEST_TMPDIR/ev.waiter rh rw rlate old new rch=0 rcw=0
+  sentinel_wait_ready "$SHARED_DIR"
+  # TTL 3s: the holder cannot renew through the failover and ends (70); the
+  # lock on the new master is free about when the zombie thaws.
+  bg "$RLOCK" -t 3s --events "$evh" zombie2 bash -c "$(hold_script "$hbh" 10)"
+  rh=$BG_PID
+  wait_until 10 beating "$hbh"
+  child_group "$hbh" >/dev/null
+  wait_until 5 has_event "$evh" renewed
+  # The waiter: connected to the master that is about to freeze.
+  bg "$RLOCK" -v -t 6s -w 40s --events "$evw" zombie2 bash -c "$(hold_script "$hbw" 3)"
+  rw=$BG_PID
+  wait_until 5 has_event "$evw" waiting
+  old=$(sentinel_master_port "$SHARED_DIR")
+  freeze "$old"
+  new=$(sentinel_wait_failover "$SHARED_DIR" "$old")
+  # A run started after the failover: the sentinels send it to $new.
+  bg "$RLOCK" -t 6s -w 40s zombie2 bash -c "$(hold_script "$hbl" 8)"
+  rlate=$BG_PID
+  thaw "$old"
+  reap "$rh" 30 || rch=$?
+  reap "$rw" 40 || rcw=$?
+  reaped 0 "$rlate" 40
+  note "failover $old -> $new; the holder exited $rch, the waiter $rcw"
+  grep -h 'confirmed by any\|lost lock' "$BATS_TEST_TMPDIR"/bg.*.err || :
+  no_overlap "$hbh" "$hbw" "$hbl"
+}
+
+@test "fences keep increasing across two failovers (kill -9 of the master)" {
+  local round old new start=$EPOCHREALTIME
+  : >fences
+  for round in 1 2 3; do
+    sentinel_wait_ready "$SHARED_DIR"
+    note "round $round: topology ready after $(elapsed "$start") s"
+    for _ in 1 2 3; do
+      run -0 rl -w 10s fenced sh -c 'echo "$RLOCK_FENCE" >>fences'
+    done
+    ((round < 3)) || break
+    echo "failover $round" >>fences
+    old=$(sentinel_master_port "$SHARED_DIR")
+    topology_kill "$old"
+    start=$EPOCHREALTIME
+    new=$(sentinel_wait_failover "$SHARED_DIR" "$old")
+    note "round $round: failover from $old to $new in $(elapsed "$start") s"
+  done
+  cat fences
+  [[ $(grep -cE '^[0-9]+$' fences) == 9 ]]
+  increasing fences
+}
+
+# KNOWN BUG (reported): a waiter's first attempt that cannot reach the
+# master the sentinels name (refused: killed, a failover not yet begun) is
+# not retried: exit 69 at once, also with -w. The same first attempt as
+# above (Waiter::run); for a plain URL "unreachable at the start is not
+# waited for" is documented (tests/cli/faults.bats), but with Sentinel the
+# sentinels answered and a failover is the normal way out, so every run a
+# cron starts during a failover fails. Issue 12: "Waiters follow the master
+# across a failover".
+@test "KNOWN BUG: while the sentinels name a master that is down, a waiter keeps asking until -w ends and takes the lock once the master answers" {
+  local master conf r start rc=0
+  sentinel_export "$LONE_DIR"
+  export RLOCK_URL=$RLOCK_SENTINEL_URL
+  master=$(sentinel_master_port "$LONE_DIR")
+  conf=$LONE_DIR/node-$master/node.conf
+  [[ -f $conf ]]
+  topology_kill "$master"
+  start=$EPOCHREALTIME
+  bg "$RLOCK" -v -w 15s lone touch ran
+  r=$BG_PID
+  # Down for longer than a few attempts' backoff.
+  sleep 1.5
+  still_waiting "$r"
+  redis-server "$conf" >/dev/null 2>&1 3>&-
+  wait_until 10 role_is "$master" master
+  reap "$r" 20 || rc=$?
+  note "exit $rc after $(elapsed "$start") s: $(tail -n 1 "$BG_ERR")"
+  cat "$BG_ERR"
+  ((rc == 0))
+  [[ -e ran ]]
+}
