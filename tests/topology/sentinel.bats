@@ -23,7 +23,6 @@
 #   lone    a master without replicas and one sentinel: after a kill -9 the
 #           sentinel names the dead master for good.
 #
-# Tests marked KNOWN BUG fail on purpose until rlock is fixed; see each.
 
 # Child scripts are single-quoted on purpose (SC2016); `run` sets output and
 # lines (SC2154); tests that use a topology of their own point RLOCK_URL at
@@ -175,29 +174,12 @@ increasing() {
 }
 
 # start_waiter NAME HB SECONDS ARG...: in the background, rlock ARG... NAME
-# running hold_script HB SECONDS, started again while it exits 69 within
-# 30 s, each start a line in HB.starts. A waiter started while the
-# sentinels still name a dead master exits 69 at once, -w or not (KNOWN
-# BUG, see "a waiter keeps asking the sentinels until -w ends" below); the
-# loop stands in for the wait it should do. Sets BG_PID.
+# running hold_script HB SECONDS. Started while the sentinels still name
+# the dead master, it must wait the failover out. Sets BG_PID.
 start_waiter() {
   local name=$1 hb=$2 seconds=$3
   shift 3
-  bg bash -c '
-    rlock=$1 name=$2 hb=$3 script=$4
-    shift 4
-    pid=
-    trap '\''[[ -z $pid ]] || kill -TERM "$pid"'\'' TERM
-    end=$((SECONDS + 30))
-    while :; do
-      echo start >>"$hb.starts"
-      "$rlock" "$@" "$name" bash -c "$script" &
-      pid=$!
-      rc=0
-      wait "$pid" || rc=$?
-      ((rc == 69 && SECONDS < end)) || exit "$rc"
-      sleep 0.05
-    done' _ "$RLOCK" "$name" "$hb" "$(hold_script "$hb" "$seconds")" "$@"
+  bg "$RLOCK" "$@" "$name" bash -c "$(hold_script "$hb" "$seconds")"
 }
 
 # still_waiting PID: background rlock PID has not exited yet.
@@ -243,7 +225,8 @@ held_on() {
   bg "$RLOCK" -t 20s held sleep 30
   wait_until 10 held_on "$(lock_key held)" "$master"
   run -0 rl status
-  [[ ${lines[1]} == "held "*"$(hostname)"*"sleep 30" ]]
+  [[ ${lines[0]} == "sentinel: master 'mymaster' 127.0.0.1:$master (3 of 3 sentinels agree); replicas "* ]]
+  [[ ${lines[2]} == "held "*"$(hostname)"*"sleep 30" ]]
   rl status --json >status.json
   token=$(topology_cli "$master" hget "$(lock_key held)" token)
   [[ -n $token && $(json_get status.json '[0,"token"]') == "\"$token\"" ]]
@@ -364,13 +347,9 @@ EOF
   done
 }
 
-# KNOWN BUG (reported): the first acquire's "unconfirmed" failure is not
-# retried. Waiter::run (src/rlock/lock/waiter.cpp) makes its first attempt
-# outside the loop that recovers from failures that may pass, so
-# RedisStore::acquire's FailureKind::unconfirmed goes straight up: exit 69
-# after one --replicas-timeout (1s), -w or not. Issue 12: "retry until -n/-w
-# ends, then 69".
-@test "KNOWN BUG: an acquire the replicas did not confirm is retried until -w ends: replicas thawed during the wait, the command runs" {
+# The first acquire's "unconfirmed" is a failover under way, not a wrong
+# URL: it is retried until -w ends (a bug found here: it gave 69 at once).
+@test "an acquire the replicas did not confirm is retried until -w ends: replicas thawed during the wait, the command runs" {
   local port r start rc=0
   local -a replicas
   sentinel_wait_ready "$SHARED_DIR"
@@ -416,7 +395,7 @@ kill_round() {
   note "round $n: failover from $old to $new in $(elapsed "$killed_at") s"
   reap "$r1" 20 || rc1=$?
   reaped 0 "$r2" 40
-  note "round $n: the holder exited $rc1; the waiter was started $(wc -l <"$hb2.starts") time(s)"
+  note "round $n: the holder exited $rc1"
   no_overlap "$hb1" "$hb2"
   [[ -s $hb2 ]]
   if ((rc1 == 70)); then
@@ -513,19 +492,11 @@ kill_round() {
   fi
 }
 
-# KNOWN BUG (reported): a double holder. A waiter keeps the connection it
-# opened before the freeze (ROLE is checked only on new connections), so
-# once the zombie thaws, its attempts go there, and the lock's copy on the
-# zombie runs out or is released there: the waiter takes the lock on the
-# zombie, which the sentinels demote only about 8 s after it is back.
-# `--replicas auto` does not stop it: the requirement is fixed at the first
-# acquire, from the replicas connected to the server that answered, and a
-# zombie has none ("no replica of <old master> is connected: the lock is not
-# confirmed by any"). Meanwhile a run started after the failover holds the
-# lock on the new master. (The holder's own stale connection does harm too:
-# its release and its check at the end go to the zombie, see the test
-# above, where it can end 70 though its renewals reached the new master.)
-@test "KNOWN BUG: zombie master: a waiter connected before the freeze and a run started after the failover never hold at once" {
+# A double holder found here: a waiter kept the connection it opened
+# before the freeze, so once the zombie thawed its attempts went there, and
+# `--replicas auto` read 0 replicas from the zombie. A step that must reach
+# the master now asks the sentinels first on a connection that is not new.
+@test "zombie master: a waiter connected before the freeze and a run started after the failover never hold at once" {
   local hbh=$BATS_TEST_TMPDIR/hb.holder hbw=$BATS_TEST_TMPDIR/hb.waiter
   local hbl=$BATS_TEST_TMPDIR/hb.late evh=$BATS_TEST_TMPDIR/ev.holder
   local evw=$BATS_TEST_TMPDIR/ev.waiter rh rw rlate old new rch=0 rcw=0
@@ -578,15 +549,11 @@ kill_round() {
   increasing fences
 }
 
-# KNOWN BUG (reported): a waiter's first attempt that cannot reach the
-# master the sentinels name (refused: killed, a failover not yet begun) is
-# not retried: exit 69 at once, also with -w. The same first attempt as
-# above (Waiter::run); for a plain URL "unreachable at the start is not
-# waited for" is documented (tests/cli/faults.bats), but with Sentinel the
-# sentinels answered and a failover is the normal way out, so every run a
-# cron starts during a failover fails. Issue 12: "Waiters follow the master
-# across a failover".
-@test "KNOWN BUG: while the sentinels name a master that is down, a waiter keeps asking until -w ends and takes the lock once the master answers" {
+# The sentinels answered, so a master they name that does not is a failover
+# under way: the waiter asks until -w ends (for a plain URL "unreachable at
+# the start is not waited for", tests/cli/faults.bats). Found here: it gave
+# 69 at once, so every run a cron started during a failover failed.
+@test "while the sentinels name a master that is down, a waiter keeps asking until -w ends and takes the lock once the master answers" {
   local master conf r start rc=0
   sentinel_export "$LONE_DIR"
   export RLOCK_URL=$RLOCK_SENTINEL_URL

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 using namespace rlock;
+using redis::failover_under_way;
 using redis::Failure;
 using redis::FailureKind;
 
@@ -82,6 +83,17 @@ TEST_CASE("a server that cannot serve yet may pass; other errors do not") {
                            "BUSYKEY Target key name already exists."}) {
     CHECK_FALSE(may_pass(error_reply(text)));
   }
+}
+
+TEST_CASE("a failover under way is told from a server that is not there") {
+  CHECK(failover_under_way(Failure(FailureKind::not_master, "m")));
+  CHECK(failover_under_way(Failure(FailureKind::unconfirmed, "m")));
+  CHECK(failover_under_way(error_reply("READONLY You can't write")));
+  CHECK(failover_under_way(error_reply("LOADING Redis is loading")));
+  CHECK_FALSE(failover_under_way(Failure(FailureKind::refused, "m")));
+  CHECK_FALSE(failover_under_way(Failure(FailureKind::timed_out, "m")));
+  CHECK_FALSE(failover_under_way(error_reply("BUSY running a script")));
+  CHECK_FALSE(failover_under_way(error_reply("ERR unknown command")));
 }
 
 TEST_CASE("cli/ maps each kind of failure to its exit code") {

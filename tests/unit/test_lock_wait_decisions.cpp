@@ -220,11 +220,38 @@ TEST_CASE("a failure that outlasts -w is thrown") {
   CHECK(f.clock.now - start == 3s);
 }
 
-TEST_CASE("a failure of the first attempt is thrown, not waited out") {
+TEST_CASE("a first attempt that cannot connect is thrown, not waited out") {
   Fixture f;
   f.store.acquire_answers = {failure()};
   CHECK_THROWS_AS(f.wait({.timeout = 10s}), redis::Failure);
   CHECK(f.clock.sleeps.empty());
+}
+
+TEST_CASE("a failover under way at the first attempt is waited out, until "
+          "-w ends") {
+  const auto failing = [](redis::FailureKind kind) {
+    return [kind]() -> lock::AcquireAttempt {
+      throw redis::Failure(kind, "a failover");
+    };
+  };
+  for (const auto kind :
+       {redis::FailureKind::not_master, redis::FailureKind::unconfirmed}) {
+    Fixture f;
+    f.store.acquire_answers = {failing(kind), failing(kind), answer(won())};
+    const auto outcome = f.wait({.timeout = 10s});
+    CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+    CHECK_FALSE(f.clock.sleeps.empty());
+    // With -n it is reported at once.
+    Fixture g;
+    g.store.acquire_answers = {failing(kind)};
+    CHECK_THROWS_AS(g.wait({.nonblock = true, .timeout = 10s}), redis::Failure);
+  }
+  Fixture f;
+  f.store.acquire_answers = {failing(redis::FailureKind::unconfirmed)};
+  f.store.connect_fails = 1'000;
+  const auto start = f.clock.now;
+  CHECK_THROWS_AS(f.wait({.timeout = 3s}), redis::Failure);
+  CHECK(f.clock.now - start == 3s);
 }
 
 TEST_CASE("a signal during the wait ends it and leaves the queue") {

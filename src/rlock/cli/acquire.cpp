@@ -130,7 +130,8 @@ acquire_command() {
 
 int
 run(const AcquireOptions& options) {
-  const auto store = connected_store(options.server, options.log_level);
+  const auto store =
+      waiting_store(options.server, options.waiting, options.log_level);
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
   const lock::LockRequest request{

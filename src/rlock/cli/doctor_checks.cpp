@@ -612,7 +612,7 @@ check_failover(const lock::DeploymentState& topology,
                            + ") plus the election and promotion";
   if (detect >= timing.ttl) {
     check.status = CheckStatus::fail;
-    check.message = head + ", more than the " + format_ms(timing.ttl)
+    check.message = head + ", at least the " + format_ms(timing.ttl)
                     + " TTL: every failover would stop the command (exit "
                       "70); use a longer --ttl or a lower "
                       "down-after-milliseconds";

@@ -403,7 +403,7 @@ run(const RunOptions& options) {
   delivered.push_back(SIGCHLD);
   const proc::SignalBlock signals(delivered, {SIGPIPE, SIGTTOU, SIGTTIN});
   const auto store = open_store(options.server);
-  store->connect();
+  connect_for_waiting(*store, options.waiting);
   const lock::LockRequest request{
       options.name, random_token(), options.timing.ttl, holder_of(options)};
   const auto outcome = acquire_or_undo(

@@ -1,6 +1,7 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
+#include <rlock/cli/wait_hooks.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -11,6 +12,16 @@ connected_store(const ServerOptions& server, log::Level log_level) {
   log::set_level(log_level);
   auto store = open_store(server);
   store->connect();
+  return store;
+}
+
+std::unique_ptr<lock::LockStore>
+waiting_store(const ServerOptions& server,
+              const WaitingOptions& waiting,
+              log::Level log_level) {
+  log::set_level(log_level);
+  auto store = open_store(server);
+  connect_for_waiting(*store, waiting);
   return store;
 }
 

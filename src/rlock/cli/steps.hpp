@@ -13,6 +13,12 @@ namespace rlock::cli {
 std::unique_ptr<lock::LockStore> connected_store(const ServerOptions& server,
                                                  log::Level log_level);
 
+// The same for a step that waits: a failover under way at the start is left
+// to the wait (see connect_for_waiting).
+std::unique_ptr<lock::LockStore> waiting_store(const ServerOptions& server,
+                                               const WaitingOptions& waiting,
+                                               log::Level log_level);
+
 // Warns that `name` is not held by the token given; returns 1.
 int not_held(const std::string& name);
 

@@ -43,7 +43,8 @@ wait_command() {
 
 int
 run(const WaitFreeOptions& options) {
-  const auto store = connected_store(options.server, options.log_level);
+  const auto store =
+      waiting_store(options.server, options.waiting, options.log_level);
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
   const auto outcome = lock::wait_until_free(

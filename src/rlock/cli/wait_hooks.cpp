@@ -1,4 +1,5 @@
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/util/clock.hpp>
 #include <rlock/util/error.hpp>
 
@@ -71,6 +72,17 @@ acquire_or_undo(lock::LockStore& store,
   } catch (const Error&) {
     store.release_quietly(request.name, request.token);
     throw;
+  }
+}
+
+void
+connect_for_waiting(lock::LockStore& store, const WaitingOptions& waiting) {
+  try {
+    store.connect();
+  } catch (const redis::Failure& failure) {
+    if (waiting.nonblock || !redis::failover_under_way(failure)) {
+      throw;
+    }
   }
 }
 

@@ -23,6 +23,10 @@ wait_options_of(const WaitingOptions& waiting) {
   return lock::WaitOptions{waiting.nonblock, waiting.wait, waiting.fair};
 }
 
+// Connects now, so that a wrong URL is said at once; a failover under way
+// is left to the wait (without -n), which rides it out.
+void connect_for_waiting(lock::LockStore& store, const WaitingOptions& waiting);
+
 // Waits for the lock, cut short by signals in `signals`. An acquire whose
 // reply never came may have taken the lock: on an error, and when a wait
 // that lost a reply ends without the lock (a signal, -w ran out), it is

@@ -144,10 +144,26 @@ RedisStore::on_connection(Step&& step) {
   }
 }
 
+// A step that must reach the master of now. With Sentinel, a connection
+// made before a failover may reach the old master, which goes on answering
+// as one (a zombie) until Sentinel demotes it: the sentinels are asked
+// first whenever the connection is not new.
+template <typename Step>
+auto
+RedisStore::on_current_master(Step&& step) {
+  const bool reused = m_connection.has_value();
+  return on_connection([&](redis::Connection& c) {
+    if (reused && m_deployment.sentinel) {
+      redis::check_still_master(*m_deployment.sentinel, c, bounded_options());
+    }
+    return step(c);
+  });
+}
+
 AcquireAttempt
 RedisStore::acquire(const LockRequest& request, Duration queue_ttl) {
   const auto lock_keys = keys(request.name);
-  return on_connection([&](redis::Connection& c) {
+  return on_current_master([&](redis::Connection& c) {
     const auto undo = [&] { lock::release(c, lock_keys, request.token); };
     auto attempt = attempt_after_grace(
         c,
@@ -215,7 +231,7 @@ RedisStore::renew(std::string_view name,
 
 bool
 RedisStore::release(std::string_view name, const std::string& token) {
-  return on_connection([&](redis::Connection& c) {
+  return on_current_master([&](redis::Connection& c) {
     return lock::release(c, keys(name), token);
   });
 }
@@ -236,7 +252,7 @@ RedisStore::release_quietly(std::string_view name,
 
 std::optional<Duration>
 RedisStore::check(std::string_view name, const std::string& token) {
-  return on_connection(
+  return on_current_master(
       [&](redis::Connection& c) { return lock::check(c, keys(name), token); });
 }
 

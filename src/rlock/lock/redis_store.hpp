@@ -68,6 +68,8 @@ private:
 
   template <typename Step>
   auto on_connection(Step&& step);
+  template <typename Step>
+  auto on_current_master(Step&& step);
 
   Deployment m_deployment;
   std::optional<redis::Connection> m_connection;

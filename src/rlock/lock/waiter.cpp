@@ -116,7 +116,18 @@ Waiter::now() const {
 WaitOutcome
 Waiter::run() {
   WaitOutcome outcome;
-  outcome.attempt = m_attempt();
+  try {
+    outcome.attempt = m_attempt();
+  } catch (const redis::Failure& error) {
+    // Nothing listening at the start is most likely a wrong URL: said at
+    // once. A failover under way is waited out as a held lock is.
+    if (m_options.nonblock || !redis::failover_under_way(error)) {
+      throw;
+    }
+    if (auto end = recover(error, outcome)) {
+      return *end;
+    }
+  }
   if (outcome.attempt.acquired) {
     outcome.kind = WaitOutcome::Kind::acquired;
     return outcome;

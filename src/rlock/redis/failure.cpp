@@ -35,6 +35,22 @@ may_pass(const Failure& failure) {
   return false;
 }
 
+bool
+failover_under_way(const Failure& failure) {
+  switch (failure.failure_kind()) {
+  case FailureKind::not_master:
+  case FailureKind::unconfirmed:
+    return true;
+  case FailureKind::server_error: {
+    const auto& code = failure.server_code();
+    return code == "LOADING" || code == "MASTERDOWN" || code == "TRYAGAIN"
+           || code == "CLUSTERDOWN" || code == "READONLY";
+  }
+  default:
+    return false;
+  }
+}
+
 void
 throw_server_error(const std::string& what, const std::string& error) {
   throw Failure(

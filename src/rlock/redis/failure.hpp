@@ -61,6 +61,14 @@ std::string server_code_of(std::string_view error);
 // or renewer tries again on a new connection; anyone else reports it.
 bool may_pass(const Failure& failure);
 
+// True for the failures that pass on their own once a failover or a
+// restart is over: a master that cannot serve yet or is not master yet
+// (LOADING, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, not_master) or too
+// few replicas confirming. A waiter waits these out from its first attempt
+// on; a first attempt that cannot connect at all (most likely a wrong URL)
+// is reported at once.
+bool failover_under_way(const Failure& failure);
+
 // Throws Failure(server_error) for the error reply `error` to `what`.
 [[noreturn]] void throw_server_error(const std::string& what,
                                      const std::string& error);

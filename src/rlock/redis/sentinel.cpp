@@ -103,9 +103,36 @@ check_master_role(Connection& connection) {
 
 Connection
 open_master(SentinelMaster& master, const ConnectOptions& options) {
-  auto connection = Connection::open(locate_master(master, options), options);
-  check_master_role(connection);
-  return connection;
+  const auto endpoint = locate_master(master, options);
+  try {
+    auto connection = Connection::open(endpoint, options);
+    check_master_role(connection);
+    return connection;
+  } catch (const Failure& e) {
+    // The sentinels answered: a master they name that does not is one
+    // they have not failed over yet.
+    const auto kind = e.failure_kind();
+    if (kind == FailureKind::refused || kind == FailureKind::timed_out
+        || kind == FailureKind::closed) {
+      throw Failure(FailureKind::not_master,
+                    std::string(e.what())
+                        + " (the master the sentinels name; "
+                          "a failover under way?)");
+    }
+    throw;
+  }
+}
+
+void
+check_still_master(SentinelMaster& master,
+                   const Connection& connection,
+                   const ConnectOptions& options) {
+  const auto named = locate_master(master, options).address();
+  if (named != connection.address()) {
+    throw Failure(FailureKind::not_master,
+                  "the sentinels now name " + named + " as the master, not "
+                      + connection.address());
+  }
 }
 
 namespace {

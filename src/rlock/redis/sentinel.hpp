@@ -26,8 +26,16 @@ Endpoint locate_master(SentinelMaster& master, const ConnectOptions& options);
 
 // Opens a connection to the node the sentinels name and checks with ROLE
 // that it is a master. Throws as locate_master() does, and Failure
-// (not_master) while the node is not a master: a failover under way.
+// (not_master) while the node is not a master or does not answer: a
+// failover under way.
 Connection open_master(SentinelMaster& master, const ConnectOptions& options);
+
+// Throws Failure (not_master) unless the sentinels still name the server
+// on `connection` as the master: a connection made before a failover may
+// reach the old master, which goes on answering as one for a while.
+void check_still_master(SentinelMaster& master,
+                        const Connection& connection,
+                        const ConnectOptions& options);
 
 // Throws Failure (not_master) unless the server on `connection` says ROLE
 // master.

@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+#
+# status, doctor and waiting on a real Sentinel topology (a master, two
+# replicas, three sentinels on loopback, tests/lib/topology.bash). The tests
+# share one topology and run in order: the last one fails the master over.
+
+bats_require_minimum_version 1.5.0
+
+# shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
+source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+
+setup_file() {
+  local rc=0
+  export SENTINEL_DIR=$BATS_FILE_TMPDIR/sentinel
+  sentinel_start "$SENTINEL_DIR" 2 3 || rc=$?
+  if ((rc == 125)); then
+    export TOPOLOGY_TEST_SKIP=1
+  elif ((rc != 0)); then
+    topology_stop "$BATS_FILE_TMPDIR"
+    return "$rc"
+  fi
+  export RLOCK_URL=$RLOCK_SENTINEL_URL
+  # The servers are seconds old: the restart grace (tests/cli/restart.bats)
+  # would hold every lock back for 30s. It guards empty restarts, not this.
+  export RLOCK_RESTART_GRACE=0
+}
+
+teardown_file() {
+  topology_stop "$BATS_FILE_TMPDIR"
+}
+
+setup() {
+  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
+    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
+  fi
+}
+
+@test "status: the master, how many sentinels agree, the replicas; --json names the node" {
+  "$RLOCK" sleep-a-while sleep 30 3>&- &
+  local holder=$!
+  run -0 timeout 20 bash -c 'until "$1" status sleep-a-while >/dev/null 2>&1; do sleep 0.1; done' _ "$RLOCK"
+  run -0 "$RLOCK" status
+  [[ ${lines[0]} == "sentinel: master 'mymaster' 127.0.0.1:$SENTINEL_MASTER_PORT (3 of 3 sentinels agree); replicas "* ]]
+  local port
+  for port in $SENTINEL_REPLICA_PORTS; do
+    [[ ${lines[0]} == *"127.0.0.1:$port online"* ]]
+  done
+  [[ ${lines[2]} == "sleep-a-while "* ]]
+  run -0 "$RLOCK" status --json sleep-a-while
+  [[ $output == *"\"node\": \"127.0.0.1:$SENTINEL_MASTER_PORT\""* ]]
+  kill -TERM "$holder"
+  wait "$holder" || true
+}
+
+@test "doctor: a failover that outlasts the TTL fails, one well within it is ok" {
+  # down-after-milliseconds is 1000 here: a 1s TTL cannot outlive a failover.
+  run -1 "$RLOCK" doctor --ttl 1s
+  [[ $output == *$'\n'"fail    failover     a failover takes down-after-milliseconds (1s) plus the election and promotion, at least the 1s TTL: every failover would stop the command"* ]]
+  [[ $output == *"ok      sentinels    3 of 3 sentinels name 127.0.0.1:$SENTINEL_MASTER_PORT as master 'mymaster', and a failover quorum can be reached"* ]]
+  [[ $output == *"ok      replication  master with 2 replicas: each acquire and renewal waits until 1 of them has it"* ]]
+  run -1 "$RLOCK" doctor --ttl 30s
+  [[ $output == *"ok      failover     "*"well within the 30s TTL"* ]]
+  run -1 "$RLOCK" doctor --ttl 30s --json
+  [[ $output == *'"failover": {'*'"status": "ok"'* ]]
+}
+
+@test "a waiter follows the master across a failover and gets the lock once the holder is done" {
+  local d=$BATS_TEST_TMPDIR
+  "$RLOCK" -t 10s handoff sh -c 'echo "$RLOCK_FENCE" >"$1/first"; sleep 2' _ "$d" \
+    2>"$d/holder.err" 3>&- &
+  local holder=$!
+  run -0 timeout 20 bash -c 'until [ -s "$1/first" ]; do sleep 0.05; done' _ "$d"
+  "$RLOCK" -w 60s handoff sh -c 'echo "$RLOCK_FENCE" >"$1/second"' _ "$d" \
+    2>"$d/waiter.err" 3>&- &
+  local waiter=$!
+  sleep 0.3
+  local old=$SENTINEL_MASTER_PORT
+  topology_kill "$old"
+  run -0 sentinel_wait_failover "$SENTINEL_DIR" "$old"
+  local holder_rc=0 waiter_rc=0
+  wait "$holder" || holder_rc=$?
+  wait "$waiter" || waiter_rc=$?
+  echo "holder $holder_rc: $(cat "$d/holder.err")"
+  echo "waiter $waiter_rc: $(cat "$d/waiter.err")"
+  # The holder either finished on the new master or lost the lock (70);
+  # the waiter got the lock in the end, with a larger fence.
+  [[ $holder_rc == 0 || $holder_rc == 70 ]]
+  [ "$waiter_rc" -eq 0 ]
+  [ "$(cat "$d/second")" -gt "$(cat "$d/first")" ]
+}
