@@ -64,6 +64,46 @@ setup() {
   [[ $output == *'"failover": {'*'"status": "ok"'* ]]
 }
 
+# start_password_sentinel: one more sentinel, with a password of its own
+# (requirepass sekret), watching the master; sets PW_SENTINEL_PORT. Its
+# pidfile lies under the file's directory, so teardown_file stops it.
+start_password_sentinel() {
+  local sub port i
+  until topology_pick_port sentinel; do :; done
+  port=$TOPOLOGY_PORT
+  sub=$BATS_FILE_TMPDIR/sentinel-pw
+  mkdir -p "$sub"
+  printf '%s\n' "bind 127.0.0.1" "port $port" "daemonize yes" \
+    "pidfile $sub/sentinel.pid" "logfile $sub/sentinel.log" "dir $sub" \
+    "requirepass sekret" "sentinel resolve-hostnames no" \
+    "sentinel monitor mymaster 127.0.0.1 $SENTINEL_MASTER_PORT 2" \
+    >"$sub/sentinel.conf"
+  redis-sentinel "$sub/sentinel.conf" >/dev/null 2>&1 3>&-
+  PW_SENTINEL_PORT=$port
+  for ((i = 0; i < 100; i++)); do
+    [[ $(redis-cli -p "$port" -a sekret --no-auth-warning sentinel get-master-addr-by-name mymaster 2>/dev/null | tail -n 1) == "$SENTINEL_MASTER_PORT" ]] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+@test "--sentinel-password-file and \$RLOCK_SENTINEL_PASSWORD log in to the sentinels; a wrong one is 69 at once" {
+  start_password_sentinel
+  local url=redis+sentinel://127.0.0.1:$PW_SENTINEL_PORT/mymaster start
+  echo sekret >"$BATS_TEST_TMPDIR/pw"
+  run -0 "$RLOCK" --url "$url" --sentinel-password-file "$BATS_TEST_TMPDIR/pw" pw true
+  RLOCK_SENTINEL_PASSWORD=sekret run -0 "$RLOCK" --url "$url" pw true
+  # Without it the sentinel refuses; a wrong password does not pass by
+  # waiting: 69 at once, even with -w.
+  start=$SECONDS
+  run -69 --separate-stderr "$RLOCK" --url "$url" -w 30s pw true
+  [[ $stderr == "rlock: no sentinel answered ("*"NOAUTH"* ]]
+  RLOCK_SENTINEL_PASSWORD=wrong run -69 --separate-stderr "$RLOCK" --url "$url" -w 30s pw true
+  [[ $stderr == "rlock: no sentinel answered (Redis at 127.0.0.1:$PW_SENTINEL_PORT refused the password"* ]]
+  [ -z "$output" ]
+  ((SECONDS - start < 10))
+}
+
 @test "a waiter follows the master across a failover and gets the lock once the holder is done" {
   local d=$BATS_TEST_TMPDIR
   "$RLOCK" -t 10s handoff sh -c 'echo "$RLOCK_FENCE" >"$1/first"; sleep 2' _ "$d" \

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 
 namespace rlock::redis {
 
@@ -14,9 +15,9 @@ namespace {
 // One sentinel's answer: the master's address, or why there is none.
 struct Answer {
   std::optional<Endpoint> master;
-  std::string why;        // when there is no address
-  bool answered = false;  // the sentinel replied (knows nothing, or errs)
-  bool timed_out = false; // its connection or reply timed out
+  std::string why;       // when there is no address
+  bool answered = false; // the sentinel replied (knows nothing, or errs)
+  std::optional<FailureKind> failure; // why it did not reply
 };
 
 Answer
@@ -29,11 +30,20 @@ ask(const Endpoint& sentinel,
     auto connection = Connection::open(sentinel, options);
     const auto reply =
         connection.command({"SENTINEL", "get-master-addr-by-name", name});
-    answer.answered = true;
     if (reply.is_error()) {
+      const auto code = server_code_of(reply.text);
+      if (code == "NOAUTH" || code == "WRONGPASS" || code == "NOPERM") {
+        // A login the sentinel wants: no answer, and none by waiting.
+        answer.why = "sentinel " + sentinel.address()
+                     + " refused: " + printable(reply.text);
+        answer.failure = FailureKind::auth_refused;
+        return answer;
+      }
+      answer.answered = true;
       answer.why = printable(reply.text);
       return answer;
     }
+    answer.answered = true;
     if (!reply.is_array() || reply.elements.size() != 2) {
       answer.why = "does not know master " + quote(name);
       return answer;
@@ -53,7 +63,7 @@ ask(const Endpoint& sentinel,
     answer.master = master;
   } catch (const Failure& e) {
     answer.why = e.what();
-    answer.timed_out = e.failure_kind() == FailureKind::timed_out;
+    answer.failure = e.failure_kind();
   }
   return answer;
 }
@@ -65,6 +75,8 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
   std::vector<std::string> reasons;
   bool any_answered = false;
   bool all_timed_out = true;
+  // A refusal that will not pass (a wrong password, TLS) outweighs the rest.
+  std::optional<FailureKind> lasting;
   for (auto it = master.sentinels.begin(); it != master.sentinels.end(); ++it) {
     auto answer = ask(*it, master.name, master.data_node, options);
     if (answer.master) {
@@ -72,7 +84,10 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
       return *answer.master;
     }
     any_answered = any_answered || answer.answered;
-    all_timed_out = all_timed_out && answer.timed_out;
+    all_timed_out = all_timed_out && answer.failure == FailureKind::timed_out;
+    if (answer.failure && !may_pass(Failure(*answer.failure, answer.why))) {
+      lasting = answer.failure;
+    }
     reasons.push_back(answer.answered
                           ? "sentinel " + it->address() + " " + answer.why
                           : answer.why);
@@ -80,6 +95,9 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
   std::string joined;
   for (const auto& reason : reasons) {
     joined += (joined.empty() ? "" : "; ") + reason;
+  }
+  if (lasting) {
+    throw Failure(*lasting, "no sentinel answered (" + joined + ")");
   }
   if (any_answered) {
     throw Failure(FailureKind::unexpected_reply,
