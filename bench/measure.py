@@ -273,7 +273,8 @@ class Tool:
         return self.metrics is None or metric.startswith(self.metrics)
 
     def unmeasured(self):
-        return "n/a: measured for " + " and ".join(m.upper() for m in self.metrics) + " only"
+        measured = " and ".join(m.upper() for m in self.metrics)
+        return f"n/a: measured for {measured} only"
 
 
 def make_tools(args):
@@ -292,9 +293,9 @@ def make_tools(args):
     sentinel = Tool("rlock-sentinel", bool(url), env.get("BENCH_SENTINEL_WHY", ""),
                     metrics=SENTINEL_METRICS)
     if url:
-        sentinel.url = url
-        # The topology is seconds old: the grace would hold every lock for
-        # 30 s, and it is not what is measured (bench/README.md).
+        # The topology is seconds old: with the restart grace every acquire
+        # would wait until it is 30 s old, which is not what is measured
+        # (bench/README.md).
         sentinel.prefix = [args.rlock, "--url", url, "--restart-grace", "0"]
     tools["rlock-sentinel"] = sentinel
 
@@ -1046,10 +1047,10 @@ def write_results(args, bench, report, table, started, elapsed, load_start):
         "runs; in parentheses, the requests clients sent (MONITOR). etcd's P5 "
         "cell counts gRPC messages it received. rlock-sentinel is the same "
         "rlock with a `redis+sentinel://` URL, against a master, 2 replicas "
-        "and 3 sentinels on this machine (each acquire waits for one "
-        "replica's WAIT, the default), measured in P1 and P2 only and with no "
-        "target of its own; its ratios are to the single-server rlock and to "
-        "flock.",
+        "and 3 sentinels on this machine (each acquire waits until one "
+        "replica confirms it, WAIT 1, the default), measured in P1 and P2 "
+        "only and with no target of its own; its ratios are to the "
+        "single-server rlock and to flock.",
         "",
     ]
     if report.missed:
