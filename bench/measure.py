@@ -6,6 +6,7 @@ measure.py --rlock BIN --tmp DIR --results FILE
 Reads the servers from the environment that bench/run sets:
   BENCH_RLOCK_PORT, BENCH_REDISPY_PORT, BENCH_ETCD_PORT  a port, or empty
   BENCH_RLOCK_WHY, BENCH_REDISPY_WHY, BENCH_ETCD_WHY     why not, when empty
+  BENCH_SENTINEL_URL, BENCH_SENTINEL_WHY   the redis+sentinel:// URL, or why not
 Prints the markdown table on stdout and writes it, with the machine facts, to
 FILE. Every loop and wait is bounded; every process it starts leads its own
 process group and is killed (by that group's id) before it returns. How each
@@ -35,7 +36,10 @@ CRITICAL = os.path.join(HERE, "critical.sh")
 WORKER = os.path.join(HERE, "worker.sh")
 REDIS_PY_LOCK = os.path.join(HERE, "redis_py_lock.py")
 
-TOOLS = ("rlock", "flock", "etcd", "redis-py")
+# The table's columns. rlock-sentinel is rlock against a Sentinel topology;
+# it is measured in P1 and P2 only (Tool.metrics).
+TOOLS = ("rlock", "rlock-sentinel", "flock", "etcd", "redis-py")
+SENTINEL_METRICS = ("p1", "p2")
 
 P1_RUNS = 50
 P1_WARMUP = 3
@@ -250,11 +254,13 @@ def wait_until(predicate, timeout, step=0.005):
 # ----------------------------------------------------------------- tools
 
 class Tool:
-    def __init__(self, key, available, why="", port=None):
+    def __init__(self, key, available, why="", port=None, metrics=None):
         self.key = key
         self.available = available
         self.why = why
         self.port = port
+        # Prefixes of the metrics measured for this tool; None: all of them.
+        self.metrics = metrics
         self.env = dict(os.environ, LC_ALL="C")
         self.prefix = []
         self.after_name = []
@@ -262,6 +268,13 @@ class Tool:
 
     def argv(self, name, command):
         return self.prefix + [self.name_arg(name)] + self.after_name + command
+
+    def measures(self, metric):
+        return self.metrics is None or metric.startswith(self.metrics)
+
+    def unmeasured(self):
+        measured = " and ".join(m.upper() for m in self.metrics)
+        return f"n/a: measured for {measured} only"
 
 
 def make_tools(args):
@@ -275,6 +288,16 @@ def make_tools(args):
         rlock.url = f"redis://127.0.0.1:{port}/0"
         rlock.prefix = [args.rlock, "--url", rlock.url]
     tools["rlock"] = rlock
+
+    url = env.get("BENCH_SENTINEL_URL")
+    sentinel = Tool("rlock-sentinel", bool(url), env.get("BENCH_SENTINEL_WHY", ""),
+                    metrics=SENTINEL_METRICS)
+    if url:
+        # The topology is seconds old: with the restart grace every acquire
+        # would wait until it is 30 s old, which is not what is measured
+        # (bench/README.md).
+        sentinel.prefix = [args.rlock, "--url", url, "--restart-grace", "0"]
+    tools["rlock-sentinel"] = sentinel
 
     flock_bin = shutil.which("flock")
     flock = Tool("flock", bool(flock_bin), "flock not installed")
@@ -364,8 +387,10 @@ class Bench:
         self.notes = []
         self.overhead = {}  # port -> commands the measuring itself costs
 
-    def available(self, keys=TOOLS):
-        return [self.tools[k] for k in keys if self.tools[k].available]
+    def available(self, metric, keys=TOOLS):
+        """The tools of `keys` that can run and are measured in `metric`."""
+        return [self.tools[k] for k in keys
+                if self.tools[k].available and self.tools[k].measures(metric)]
 
     def record(self, metric, tool, value):
         self.r.setdefault(metric, {})[tool] = value
@@ -383,7 +408,7 @@ class Bench:
     # P1 ------------------------------------------------------------------
     def p1(self):
         log(f"P1 uncontended: {P1_RUNS} runs of 'LOCK NAME true' per tool")
-        tools = self.available()
+        tools = self.available("p1")
         samples = {t.key: [] for t in tools}
         cpu = {t.key: [] for t in tools}
         failed = {}
@@ -436,7 +461,7 @@ class Bench:
                 with open(out) as f:
                     floor.append(int(f.read().split()[-1]))
             self.sleep_rss = statistics.median(floor) / 1024
-        for tool in self.available():
+        for tool in self.available("p4"):
             if not os.access(time_bin, os.X_OK):
                 self.record("p4", tool.key, "n/a: /usr/bin/time missing")
                 continue
@@ -506,7 +531,7 @@ class Bench:
             metric = f"p2q{queued}"
             gaps = {}
             for round_ in range(P2_ROUNDS):
-                for tool in self.available():
+                for tool in self.available(metric):
                     if isinstance(self.r.get(metric, {}).get(tool.key), str):
                         continue  # failed in an earlier round
                     def run(tool=tool, round_=round_):
@@ -527,7 +552,7 @@ class Bench:
             f"{P3_RUNS} runs per tool")
         rounds = {}
         for round_ in range(P3_ROUNDS):
-            for tool in self.available():
+            for tool in self.available("p3"):
                 if isinstance(self.r.get("p3", {}).get(tool.key), str):
                     continue  # failed in an earlier round
                 self.guarded("p3", tool, lambda tool=tool, round_=round_:
@@ -595,7 +620,7 @@ class Bench:
 
     def p5(self):
         log(f"P5 server load: {P5_WAITERS} waiters for {P5_WINDOW:.0f} s on a held lock")
-        for tool in self.available(("rlock", "etcd", "redis-py")):
+        for tool in self.available("p5", ("rlock", "etcd", "redis-py")):
             self.guarded("p5", tool, lambda tool=tool: self.p5_tool(tool))
         self.record("p5", "flock", "n/a (kernel)")
 
@@ -785,6 +810,8 @@ class Report:
         t = self.b.tools.get(tool)
         if t is not None and not t.available:
             return f"n/a: {t.why}"
+        if t is not None and not t.measures(metric):
+            return t.unmeasured()
         value = self.r.get(metric, {}).get(tool)
         if value is None:
             return "n/a"
@@ -821,20 +848,42 @@ class Report:
     def lt(a, b):
         return None if a is None or b is None else a < b
 
+    def ratios(self, tool, value, metric, index=None, what=""):
+        """The ratio of `value` to flock's as " (2.10x)"; for the Sentinel
+        column to the single-server rlock's too, " (1.40x rlock, 2.10x
+        flock)". `what` names the value ("p50") when the cell has several."""
+        if tool == "rlock-sentinel":
+            bases = [("rlock", " rlock"), ("flock", " flock")]
+        else:
+            bases = [("flock", "")]
+        parts = []
+        for base, label in bases:
+            other = self.num(metric, base, index)
+            if other:
+                parts.append(f"{value / other:.2f}x{label}")
+        if not parts:
+            return ""
+        return f" ({what + ' ' if what else ''}{', '.join(parts)})"
+
     def rows(self):
         rows = []
         n = self.num
         flock1 = n("p1", "flock")
 
-        flock_cpu = n("p1cpu", "flock")
-
         def p1fmt_for(tool):
             def fmt(v):
-                text = f"{ms(v)} ms ({v / flock1:.2f}x)" if flock1 else f"{ms(v)} ms"
+                text = f"{ms(v)} ms" + self.ratios(tool, v, "p1")
                 c = n("p1cpu", tool)
                 if c is not None:
-                    text += f"; CPU {ms(c)} ms" + (f" ({c / flock_cpu:.2f}x)"
-                                                   if flock_cpu else "")
+                    text += f"; CPU {ms(c)} ms" + self.ratios(tool, c, "p1cpu")
+                return text
+            return fmt
+
+        def p2fmt_for(tool, metric):
+            def fmt(v):
+                text = f"{ms(v[0])} / {ms(v[1])}"
+                if tool == "rlock-sentinel":
+                    text += self.ratios(tool, v[0], metric, 0, "p50")
                 return text
             return fmt
 
@@ -852,7 +901,7 @@ class Report:
             fp50, fp95 = n(m, "flock", 0), n(m, "flock", 1)
             ep50 = n(m, "etcd", 0)
             rows.append([f"P2 handoff, {what}: p50 / p95 of {P2_ROUNDS * P2_HANDOFFS}, ms"]
-                        + [self.cell(m, t, lambda v: f"{ms(v[0])} / {ms(v[1])}") for t in TOOLS]
+                        + [self.cell(m, t, p2fmt_for(t, m)) for t in TOOLS]
                         + ["p50 <= 1.5x flock and < etcd; p95 <= 2x flock",
                            self.verdict(f"P2 {what}", [
                                ("p50 <= 1.5x flock", self.le(rp50, fp50 and 1.5 * fp50)),
@@ -891,11 +940,15 @@ class Report:
                     + ["<= 1",
                        self.verdict("P5", [("<= 1 command per waiter", self.le(r5, 1.0))])])
 
+        def rlock_only(metric, rlock_cell):
+            """rlock's cell, the Sentinel column's "not measured", n/a else."""
+            return ([rlock_cell, self.cell(metric, "rlock-sentinel", str)]
+                    + ["n/a"] * (len(TOOLS) - 2))
+
         s = self.r.get("p6status", {}).get("rlock")
         rows.append([f"P6 `rlock status`, {P6_LOCKS:,} held locks: time; peak RSS"]
-                    + [self.cell("p6status", "rlock",
-                                 lambda v: f"{v[0]:.2f} s; {v[1]:.1f} MiB")]
-                    + ["n/a"] * 3
+                    + rlock_only("p6status", self.cell(
+                        "p6status", "rlock", lambda v: f"{v[0]:.2f} s; {v[1]:.1f} MiB"))
                     + ["< 1 s, < 32 MiB",
                        self.verdict("P6 status", [
                            ("< 1 s", None if not isinstance(s, tuple) else s[0] < 1.0),
@@ -917,11 +970,11 @@ class Report:
                 target = "(none; compare with --fair)"
                 verdict = "-"
             rows.append([f"P6 {label}: handoff p50; commands per handoff"]
-                        + [cell] + ["n/a"] * 3 + [target, verdict])
+                        + rlock_only(f"p6{mode}20", cell) + [target, verdict])
         return rows
 
     def table(self):
-        header = ["metric", "rlock", "flock", "etcd", "redis-py", "target", "rlock meets"]
+        header = ["metric", *TOOLS, "target", "rlock meets"]
         lines = ["| " + " | ".join(header) + " |",
                  "|" + "---|" * len(header)]
         for row in self.rows():
@@ -992,7 +1045,12 @@ def write_results(args, bench, report, table, started, elapsed, load_start):
         + "P5 and P6 count Redis "
         "`total_commands_processed`, which includes the commands a Lua script "
         "runs; in parentheses, the requests clients sent (MONITOR). etcd's P5 "
-        "cell counts gRPC messages it received.",
+        "cell counts gRPC messages it received. rlock-sentinel is the same "
+        "rlock with a `redis+sentinel://` URL, against a master, 2 replicas "
+        "and 3 sentinels on this machine (each acquire waits until one "
+        "replica confirms it, WAIT 1, the default), measured in P1 and P2 "
+        "only and with no target of its own; its ratios are to the "
+        "single-server rlock and to flock.",
         "",
     ]
     if report.missed:
