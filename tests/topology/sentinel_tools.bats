@@ -57,7 +57,7 @@ setup() {
   run -1 "$RLOCK" doctor --ttl 1s
   [[ $output == *$'\n'"fail    failover     a failover takes down-after-milliseconds (1s) plus the election and promotion, at least the 1s TTL: every failover would stop the command"* ]]
   [[ $output == *"ok      sentinels    3 of 3 sentinels name 127.0.0.1:$SENTINEL_MASTER_PORT as master 'mymaster', and a failover quorum can be reached"* ]]
-  [[ $output == *"ok      replication  master with 2 replicas: each acquire and renewal waits until 1 of them has it"* ]]
+  [[ $output == *"ok      replication  master with 2 replicas: each acquire and renewal waits until 1 of them has it"*"; WAIT 2: 2 confirmed in "* ]]
   run -1 "$RLOCK" doctor --ttl 30s
   [[ $output == *"ok      failover     "*"well within the 30s TTL"* ]]
   run -1 "$RLOCK" doctor --ttl 30s --json

@@ -268,6 +268,15 @@ TEST_CASE("diagnose: replication with --replicas") {
   CHECK(result.status == CheckStatus::ok);
   CHECK_THAT(result.message, Catch::Contains("waits until 1 of them has it"));
   CHECK(result.values["required_confirmations"] == 1);
+  facts.wait_probe = lock::WaitProbe{2, 2, 300us};
+  facts.config["min-replicas-to-write"] = "1";
+  result = check(facts, "replication", timing(), {{Mode::automatic, 0}, {}});
+  CHECK_THAT(result.message,
+             Catch::EndsWith("; WAIT 2: 2 confirmed in 0.30ms; "
+                             "min-replicas-to-write 1: the master refuses "
+                             "writes with fewer replicas"));
+  CHECK(result.values["wait_probe"]["confirmed"] == 2);
+  CHECK(result.values["min_replicas_to_write"] == 1);
   result = check(facts, "replication", timing(), {{Mode::count, 3}, {}});
   CHECK(result.status == CheckStatus::fail);
   CHECK_THAT(result.message, Catch::Contains("every acquire would fail"));

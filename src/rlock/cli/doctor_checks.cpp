@@ -327,17 +327,36 @@ check_persistence(const ServerFacts& facts) {
 // Says what --replicas makes of a master with `connected` replicas.
 void
 judge_confirmation(CheckResult& check,
+                   const ServerFacts& facts,
                    long long connected,
                    const lock::ReplicaPolicy& policy) {
   const int required =
       lock::required_replicas(policy, static_cast<int>(connected));
   check.values["required_confirmations"] = required;
+  std::string probe;
+  if (facts.wait_probe) {
+    const auto& wait = *facts.wait_probe;
+    check.values["wait_probe"] = {{"asked", wait.asked},
+                                  {"confirmed", wait.confirmed},
+                                  {"took_ms", ms_json(wait.took)}};
+    probe = "; WAIT " + std::to_string(wait.asked) + ": "
+            + std::to_string(wait.confirmed) + " confirmed in "
+            + format_ms(wait.took);
+  }
+  const auto* min_replicas = find(facts.config, "min-replicas-to-write");
+  check.values["min_replicas_to_write"] =
+      json_or_null(to_integer(min_replicas));
+  if (const auto minimum = to_integer(min_replicas); minimum && *minimum > 0) {
+    probe += "; min-replicas-to-write " + std::to_string(*minimum)
+             + ": the master refuses writes with fewer replicas";
+  }
   const std::string head = "master with " + std::to_string(connected)
                            + (connected == 1 ? " replica" : " replicas");
   if (required > connected) {
     check.status = CheckStatus::fail;
     check.message = head + ", but --replicas asks " + std::to_string(required)
-                    + " to confirm each write: every acquire would fail";
+                    + " to confirm each write: every acquire would fail"
+                    + probe;
   } else if (required > 0) {
     check.status = CheckStatus::ok;
     check.message =
@@ -345,7 +364,8 @@ judge_confirmation(CheckResult& check,
         + std::to_string(required) + " of them "
         + (required == 1 ? "has" : "have")
         + " it (WAIT), so a failover promotes a replica that holds the "
-          "lock, unless more replicas fail at once";
+          "lock, unless more replicas fail at once"
+        + probe;
   } else {
     check.status = CheckStatus::warn;
     check.message =
@@ -355,7 +375,8 @@ judge_confirmation(CheckResult& check,
           "that "
           "lacks a lock taken just before it, and a second holder can take "
           "it; use --replicas 1 and pass RLOCK_FENCE to what the lock "
-          "protects";
+          "protects"
+        + probe;
   }
 }
 
@@ -379,7 +400,7 @@ check_replication(const ServerFacts& facts, const lock::ReplicaPolicy& policy) {
     check.message = "master with no replicas: no failover can hand a held "
                     "lock to a second holder (a restart can: see persistence)";
   } else if (*role == "master") {
-    judge_confirmation(check, *replicas, policy);
+    judge_confirmation(check, facts, *replicas, policy);
   } else if (*role == "slave" || *role == "replica") {
     check.status = CheckStatus::fail;
     check.message =

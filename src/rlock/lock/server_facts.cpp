@@ -15,8 +15,12 @@ namespace {
 constexpr int k_pings = 5;
 
 // The CONFIG parameters the checks judge.
-constexpr std::array<const char*, 5> k_parameters{
-    "maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"};
+constexpr std::array<const char*, 6> k_parameters{"maxmemory-policy",
+                                                  "maxmemory",
+                                                  "appendonly",
+                                                  "appendfsync",
+                                                  "save",
+                                                  "min-replicas-to-write"};
 
 std::string
 error_of(const redis::Reply& reply) {
@@ -120,6 +124,25 @@ measure_round_trips(redis::Connection& connection, ServerFacts& facts) {
     if (!reply.is_error()) {
       facts.round_trips.push_back(took);
     }
+  }
+}
+
+// Times a WAIT for every connected replica, as an acquire with --replicas
+// pays it (bounded by a second).
+void
+probe_wait(redis::Connection& connection, ServerFacts& facts) {
+  const auto found = facts.info.find("connected_slaves");
+  const int replicas =
+      found == facts.info.end() ? 0 : std::atoi(found->second.c_str());
+  if (replicas <= 0) {
+    return;
+  }
+  const auto sent = boot_now();
+  const auto reply =
+      connection.command({"WAIT", std::to_string(replicas), "1000"});
+  if (reply.type == redis::Reply::Type::integer) {
+    facts.wait_probe =
+        WaitProbe{replicas, static_cast<int>(reply.integer), boot_now() - sent};
   }
 }
 
@@ -245,6 +268,7 @@ examine_server(redis::Connection& connection) {
   read_role(connection, facts);
   probe_script(connection, facts);
   measure_clock(connection, facts);
+  probe_wait(connection, facts);
   return facts;
 }
 

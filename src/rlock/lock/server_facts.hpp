@@ -20,6 +20,13 @@ namespace rlock::lock {
 
 using Fields = std::map<std::string, std::string, std::less<>>;
 
+// A WAIT for every connected replica, timed.
+struct WaitProbe {
+  int asked = 0;     // replicas connected
+  int confirmed = 0; // replicas that acknowledged within a second
+  Duration took{};
+};
+
 // What rlock doctor learned from the server. A value is missing when the
 // command that reads it was refused; the *_error fields say why.
 struct ServerFacts {
@@ -35,6 +42,7 @@ struct ServerFacts {
   std::optional<std::int64_t> clock_offset_ms; // server's TIME - local clock
   Duration clock_uncertainty{};                // half TIME's round trip
   std::string time_error;                      // why TIME failed
+  std::optional<WaitProbe> wait_probe;         // a master with replicas
 };
 
 // Returns the "field:value" lines of an INFO reply; "# Section" lines and
