@@ -52,6 +52,13 @@ setup() {
   wait "$holder" || true
 }
 
+@test "--events: the acquire says how many replicas confirmed it" {
+  run -0 --separate-stderr "$RLOCK" --events - confirmed true
+  [[ $stderr == *'"event":"acquired","name":"confirmed",'*'"replicas":1}'* ]]
+  run -0 --separate-stderr "$RLOCK" --replicas 0 --events - unconfirmed true
+  [[ $stderr == *'"event":"acquired","name":"unconfirmed",'*'"replicas":0}'* ]]
+}
+
 @test "doctor: a failover that outlasts the TTL fails, one well within it is ok" {
   # down-after-milliseconds is 1000 here: a 1s TTL cannot outlive a failover.
   run -1 "$RLOCK" doctor --ttl 1s

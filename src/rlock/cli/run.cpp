@@ -424,7 +424,8 @@ run(const RunOptions& options) {
   events::emit("acquired",
                options.name,
                {{"fence", outcome.attempt.fence},
-                {"waited_ms", milliseconds(outcome.attempt.sent - started)}});
+                {"waited_ms", milliseconds(outcome.attempt.sent - started)},
+                {"replicas", outcome.attempt.replicas}});
   if (const int signal = take_terminating(signals)) {
     end_hold(held);
     proc::end_by_signal(signal);
