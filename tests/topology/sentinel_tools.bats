@@ -111,6 +111,26 @@ start_password_sentinel() {
   ((SECONDS - start < 10))
 }
 
+# Last but one: it leaves the topology failed over (the old master thawed
+# and demoted).
+@test "a master frozen mid-run: with a TTL doctor calls long enough, the run goes on on the new master" {
+  local old=$SENTINEL_MASTER_PORT rc=0
+  run -1 "$RLOCK" doctor --ttl 10s
+  [[ $output == *"ok      failover "* ]]
+  "$RLOCK" -t 10s frozen sleep 12 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+  local holder=$!
+  sleep 1
+  topology_freeze "$old"
+  run -0 sentinel_wait_failover "$SENTINEL_DIR" "$old"
+  wait "$holder" || rc=$?
+  topology_thaw "$old"
+  cat "$BATS_TEST_TMPDIR/err"
+  # A renewal stuck on the frozen master used to wait out the whole lease.
+  [ "$rc" -eq 0 ]
+  sentinel_wait_ready "$SENTINEL_DIR"
+  sentinel_export "$SENTINEL_DIR"
+}
+
 @test "a waiter follows the master across a failover and gets the lock once the holder is done" {
   local d=$BATS_TEST_TMPDIR
   "$RLOCK" -t 10s handoff sh -c 'echo "$RLOCK_FENCE" >"$1/first"; sleep 2' _ "$d" \

@@ -88,8 +88,11 @@ TEST_CASE("a server that cannot serve yet may pass; other errors do not") {
 TEST_CASE("a failover under way is told from a server that is not there") {
   CHECK(failover_under_way(Failure(FailureKind::not_master, "m")));
   CHECK(failover_under_way(Failure(FailureKind::unconfirmed, "m")));
-  CHECK(failover_under_way(error_reply("READONLY You can't write")));
-  CHECK(failover_under_way(error_reply("LOADING Redis is loading")));
+  CHECK(failover_under_way(error_reply("TRYAGAIN Multiple keys")));
+  CHECK(failover_under_way(error_reply("CLUSTERDOWN The cluster is down")));
+  // A plain URL that points at a replica, or a restart: said at once.
+  CHECK_FALSE(failover_under_way(error_reply("READONLY You can't write")));
+  CHECK_FALSE(failover_under_way(error_reply("LOADING Redis is loading")));
   CHECK_FALSE(failover_under_way(Failure(FailureKind::refused, "m")));
   CHECK_FALSE(failover_under_way(Failure(FailureKind::timed_out, "m")));
   CHECK_FALSE(failover_under_way(error_reply("BUSY running a script")));

@@ -138,6 +138,16 @@ auto
 RedisStore::on_connection(Step&& step) {
   try {
     return step(connection());
+  } catch (const redis::Failure& failure) {
+    m_connection.reset();
+    // The master Sentinel named has been demoted since: a failover.
+    if (m_deployment.sentinel && failure.server_code() == "READONLY") {
+      throw redis::Failure(
+          redis::FailureKind::not_master,
+          std::string(failure.what())
+              + " (demoted by Sentinel: a failover under way)");
+    }
+    throw;
   } catch (...) {
     m_connection.reset();
     throw;

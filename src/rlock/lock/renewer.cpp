@@ -136,7 +136,11 @@ bool
 Renewer::renew_once(BootTime deadline) {
   const BootTime sent = boot_now();
   try {
-    m_store->set_deadline(deadline);
+    // One attempt gets at most half a renewal interval, so that a server
+    // that went silent (frozen, or failed over) leaves time to try again on
+    // a new connection, which with Sentinel goes to the master of now.
+    m_store->set_deadline(
+        std::min(deadline, sent + m_timing.renew_interval / 2));
     const auto renewal =
         m_store->renew(m_name, m_token, m_timing.ttl, RenewMode::exact);
     if (!renewal.held) {

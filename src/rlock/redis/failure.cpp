@@ -43,8 +43,7 @@ failover_under_way(const Failure& failure) {
     return true;
   case FailureKind::server_error: {
     const auto& code = failure.server_code();
-    return code == "LOADING" || code == "MASTERDOWN" || code == "TRYAGAIN"
-           || code == "CLUSTERDOWN" || code == "READONLY";
+    return code == "TRYAGAIN" || code == "CLUSTERDOWN";
   }
   default:
     return false;

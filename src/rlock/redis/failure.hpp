@@ -61,12 +61,13 @@ std::string server_code_of(std::string_view error);
 // or renewer tries again on a new connection; anyone else reports it.
 bool may_pass(const Failure& failure);
 
-// True for the failures that pass on their own once a failover or a
-// restart is over: a master that cannot serve yet or is not master yet
-// (LOADING, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, not_master) or too
-// few replicas confirming. A waiter waits these out from its first attempt
-// on; a first attempt that cannot connect at all (most likely a wrong URL)
-// is reported at once.
+// True for the failures that pass on their own once a failover is over: a
+// node Sentinel names that is not master yet or does not answer
+// (not_master), too few replicas confirming, a cluster slot moving or a
+// cluster healing (TRYAGAIN, CLUSTERDOWN). A waiter waits these out from its
+// first attempt on. A first attempt that cannot connect at all (most likely
+// a wrong URL), or a plain URL that points at a replica (READONLY), is
+// reported at once.
 bool failover_under_way(const Failure& failure);
 
 // Throws Failure(server_error) for the error reply `error` to `what`.
