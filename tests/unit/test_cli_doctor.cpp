@@ -277,6 +277,11 @@ TEST_CASE("diagnose: replication with --replicas") {
                              "writes with fewer replicas"));
   CHECK(result.values["wait_probe"]["confirmed"] == 2);
   CHECK(result.values["min_replicas_to_write"] == 1);
+  facts.wait_probe = lock::WaitProbe{2, 0, 1s};
+  result = check(facts, "replication", timing(), {{Mode::automatic, 0}, {}});
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message, Catch::Contains("acquires fail now"));
+  facts.wait_probe.reset();
   result = check(facts, "replication", timing(), {{Mode::count, 3}, {}});
   CHECK(result.status == CheckStatus::fail);
   CHECK_THAT(result.message, Catch::Contains("every acquire would fail"));

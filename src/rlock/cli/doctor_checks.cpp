@@ -352,11 +352,20 @@ judge_confirmation(CheckResult& check,
   }
   const std::string head = "master with " + std::to_string(connected)
                            + (connected == 1 ? " replica" : " replicas");
+  const bool probe_short =
+      facts.wait_probe && facts.wait_probe->confirmed < required;
   if (required > connected) {
     check.status = CheckStatus::fail;
     check.message = head + ", but --replicas asks " + std::to_string(required)
                     + " to confirm each write: every acquire would fail"
                     + probe;
+  } else if (probe_short) {
+    check.status = CheckStatus::fail;
+    check.message = head + ", but only "
+                    + std::to_string(facts.wait_probe->confirmed)
+                    + " confirmed a write within a second, fewer than the "
+                    + std::to_string(required)
+                    + " --replicas asks for: acquires fail now" + probe;
   } else if (required > 0) {
     check.status = CheckStatus::ok;
     check.message =

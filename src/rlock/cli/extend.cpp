@@ -40,7 +40,8 @@ extend_command() {
   return {"extend",
           "extend a lock taken with acquire",
           "rlock extend [--token T] [-t D] NAME",
-          "Exit: 0 extended, 1 not held by that token.",
+          "Exit: 0 extended, 1 not held by that token, 69 Redis unavailable\n"
+          "(or, with --replicas, too few replicas confirmed it).",
           add_options,
           options_of};
 }

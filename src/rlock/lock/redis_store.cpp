@@ -88,7 +88,10 @@ RedisStore::connection() {
 redis::Connection
 RedisStore::open_connection(const redis::ConnectOptions& options) {
   if (m_deployment.sentinel) {
-    return redis::open_master(*m_deployment.sentinel, options);
+    auto connection = redis::open_master(*m_deployment.sentinel, options);
+    log::info("the sentinels name " + connection.address() + " as master "
+              + quote(m_deployment.sentinel->name));
+    return connection;
   }
   return redis::Connection::open(m_deployment.endpoint, options);
 }
@@ -113,6 +116,11 @@ RedisStore::confirm(redis::Connection& c,
     if (!counted && *m_required_replicas == 0) {
       log::info("no replica of " + c.address()
                 + " is connected: the lock is not confirmed by any");
+    } else if (*m_required_replicas > 0) {
+      log::info("each write of the lock waits for "
+                + std::to_string(*m_required_replicas) + " replica"
+                + (*m_required_replicas == 1 ? "" : "s") + " of " + c.address()
+                + " to confirm it");
     }
   }
   const int required = *m_required_replicas;

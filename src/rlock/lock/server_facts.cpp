@@ -137,9 +137,13 @@ probe_wait(redis::Connection& connection, ServerFacts& facts) {
   if (replicas <= 0) {
     return;
   }
+  // Something to confirm first: a PUBLISH reaches the replicas through
+  // the replication stream, as a lock write does, and changes no key.
   const auto sent = boot_now();
-  const auto reply =
-      connection.command({"WAIT", std::to_string(replicas), "1000"});
+  connection.append({"PUBLISH", "rlock:doctor-probe", "1"});
+  connection.append({"WAIT", std::to_string(replicas), "1000"});
+  (void)connection.read_reply();
+  const auto reply = connection.read_reply();
   if (reply.type == redis::Reply::Type::integer) {
     facts.wait_probe =
         WaitProbe{replicas, static_cast<int>(reply.integer), boot_now() - sent};

@@ -1,6 +1,7 @@
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/sentinel.hpp>
+#include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
@@ -70,6 +71,20 @@ ask(const Endpoint& sentinel,
 
 } // namespace
 
+namespace {
+
+// A sentinel that is slow to answer is skipped for the next one.
+ConnectOptions
+sentinel_options(const ConnectOptions& options) {
+  constexpr Duration k_longest = std::chrono::seconds(1);
+  ConnectOptions bounded = options;
+  bounded.connect_timeout = std::min(options.connect_timeout, k_longest);
+  bounded.io_timeout = std::min(options.io_timeout, k_longest);
+  return bounded;
+}
+
+} // namespace
+
 Endpoint
 locate_master(SentinelMaster& master, const ConnectOptions& options) {
   std::vector<std::string> reasons;
@@ -77,9 +92,14 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
   bool all_timed_out = true;
   // A refusal that will not pass (a wrong password, TLS) outweighs the rest.
   std::optional<FailureKind> lasting;
+  std::string lasting_why;
   for (auto it = master.sentinels.begin(); it != master.sentinels.end(); ++it) {
-    auto answer = ask(*it, master.name, master.data_node, options);
+    auto answer =
+        ask(*it, master.name, master.data_node, sentinel_options(options));
     if (answer.master) {
+      for (const auto& reason : reasons) {
+        log::info(reason + "; asked the next sentinel");
+      }
       std::rotate(master.sentinels.begin(), it, it + 1);
       return *answer.master;
     }
@@ -87,6 +107,7 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
     all_timed_out = all_timed_out && answer.failure == FailureKind::timed_out;
     if (answer.failure && !may_pass(Failure(*answer.failure, answer.why))) {
       lasting = answer.failure;
+      lasting_why = answer.why;
     }
     reasons.push_back(answer.answered
                           ? "sentinel " + it->address() + " " + answer.why
@@ -97,7 +118,8 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
     joined += (joined.empty() ? "" : "; ") + reason;
   }
   if (lasting) {
-    throw Failure(*lasting, "no sentinel answered (" + joined + ")");
+    throw Failure(*lasting,
+                  "the sentinels refused the login (" + lasting_why + ")");
   }
   if (any_answered) {
     throw Failure(FailureKind::unexpected_reply,
@@ -199,7 +221,8 @@ std::vector<SentinelReport>
 survey_sentinels(const SentinelMaster& master, const ConnectOptions& options) {
   std::vector<SentinelReport> reports;
   for (const auto& sentinel : master.sentinels) {
-    reports.push_back(report_of(sentinel, master.name, options));
+    reports.push_back(
+        report_of(sentinel, master.name, sentinel_options(options)));
   }
   return reports;
 }
