@@ -4,6 +4,10 @@
 # replicas, three sentinels on loopback, tests/lib/topology.bash). The tests
 # share one topology and run in order: the last one fails the master over.
 
+# Child scripts are single-quoted on purpose (SC2016); `run` sets stderr
+# (SC2154).
+# shellcheck disable=SC2016,SC2154
+
 bats_require_minimum_version 1.5.0
 
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
