@@ -26,7 +26,6 @@ struct Deployment {
   RestartGrace restart_grace;
   // How many replicas must confirm the acquire and every renewal.
   ReplicaPolicy replicas;
-
 };
 
 // Returns the store for `deployment`, not yet connected: the one place that
