@@ -77,15 +77,20 @@ calls() {
 # (default: the test's redis-server); sets PROXY_PORT. proxy_control DELAY
 # FROZEN RESETS steers it.
 start_proxy() {
+  echo 0 0 0 >"$BATS_TEST_TMPDIR/proxy.control"
   PROXY_PORT=$(closed_port)
-  proxy_control 0 0 0
   bg python3 "$BATS_TEST_DIRNAME/../lib/proxy.py" 127.0.0.1 "$PROXY_PORT" \
     "tcp:127.0.0.1:${1:-$REDIS_PORT}" "$BATS_TEST_TMPDIR/proxy.control"
   wait_until 10 grep -q ready "$BG_OUT"
 }
+# proxy_control DELAY FROZEN GEN: sets the proxy's control and waits until
+# the proxy has it in force (it copies it to proxy.control.applied), so that
+# what the test does next already meets it.
 proxy_control() {
   echo "$*" >"$BATS_TEST_TMPDIR/proxy.control.tmp"
   mv "$BATS_TEST_TMPDIR/proxy.control.tmp" "$BATS_TEST_TMPDIR/proxy.control"
+  wait_until 10 cmp -s "$BATS_TEST_TMPDIR/proxy.control" \
+    "$BATS_TEST_TMPDIR/proxy.control.applied"
 }
 
 # held_for_ms NAME TTL_MS: true when NAME is held with a lease of TTL_MS.

@@ -45,10 +45,17 @@ def abort(writer):
 
 async def watch(path):
     global delay, frozen, reset_gen
+    applied = None
     while True:
         found = read_control(path)
         if found:
             delay, frozen, gen = found
+            if found != applied:
+                # Tell a test that waits for it: the control is in force.
+                applied = found
+                with open(path) as source, open(path + ".applied.tmp", "w") as f:
+                    f.write(source.read())
+                os.replace(path + ".applied.tmp", path + ".applied")
             if gen > reset_gen:
                 reset_gen = gen
                 for pair in list(conns):
