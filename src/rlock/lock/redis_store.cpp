@@ -88,7 +88,10 @@ RedisStore::connection() {
 redis::Connection
 RedisStore::open_connection(const redis::ConnectOptions& options) {
   if (m_deployment.sentinel) {
-    auto connection = redis::open_master(*m_deployment.sentinel, options);
+    redis::Role role;
+    auto connection =
+        redis::open_master(*m_deployment.sentinel, options, &role);
+    m_connected_replicas = role.replicas;
     log::info("the sentinels name " + connection.address() + " as master "
               + quote(m_deployment.sentinel->name));
     return connection;
@@ -111,7 +114,10 @@ RedisStore::confirm(redis::Connection& c,
   const auto& policy = m_deployment.replicas;
   if (!m_required_replicas) {
     const bool counted = policy.mode == ReplicaPolicy::Mode::count;
-    const int connected = counted ? 0 : redis::role_of(c).replicas;
+    // Sentinel's connections asked ROLE when they were made.
+    const int connected = counted                ? 0
+                          : m_connected_replicas ? *m_connected_replicas
+                                                 : redis::role_of(c).replicas;
     m_required_replicas = required_replicas(policy, connected);
     if (!counted && *m_required_replicas == 0) {
       log::info("no replica of " + c.address()

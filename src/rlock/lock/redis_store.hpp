@@ -77,6 +77,9 @@ private:
   // Replicas that must confirm each write, fixed at the first acquire (and
   // handed on by another()): never lowered during a run.
   std::optional<int> m_required_replicas;
+  // The replicas ROLE counted when the current connection was made (with
+  // Sentinel), so that resolving the policy needs no second ROLE.
+  std::optional<int> m_connected_replicas;
 };
 
 } // namespace rlock::lock

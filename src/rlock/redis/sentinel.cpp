@@ -130,23 +130,28 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
                 "no sentinel answered (" + joined + ")");
 }
 
-void
+Role
 check_master_role(Connection& connection) {
-  const auto role = role_of(connection).name;
+  auto answer = role_of(connection);
+  const auto& role = answer.name;
   if (role != "master") {
     throw Failure(FailureKind::not_master,
                   "the sentinels name " + connection.address()
                       + " as the master, but it is a " + printable(role)
                       + " (a failover under way?)");
   }
+  return answer;
 }
 
 Connection
-open_master(SentinelMaster& master, const ConnectOptions& options) {
+open_master(SentinelMaster& master, const ConnectOptions& options, Role* role) {
   const auto endpoint = locate_master(master, options);
   try {
     auto connection = Connection::open(endpoint, options);
-    check_master_role(connection);
+    const auto answer = check_master_role(connection);
+    if (role != nullptr) {
+      *role = answer;
+    }
     return connection;
   } catch (const Failure& e) {
     // The sentinels answered: a master they name that does not is one

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rlock/redis/connection.hpp>
+#include <rlock/redis/replication.hpp>
 #include <rlock/redis/url.hpp>
 
 #include <map>
@@ -28,7 +29,11 @@ Endpoint locate_master(SentinelMaster& master, const ConnectOptions& options);
 // that it is a master. Throws as locate_master() does, and Failure
 // (not_master) while the node is not a master or does not answer: a
 // failover under way.
-Connection open_master(SentinelMaster& master, const ConnectOptions& options);
+// `role`, when given, receives the ROLE answer (its replica count spares
+// a caller asking again).
+Connection open_master(SentinelMaster& master,
+                       const ConnectOptions& options,
+                       Role* role = nullptr);
 
 // Throws Failure (not_master) unless the sentinels still name the server
 // on `connection` as the master: a connection made before a failover may
@@ -39,7 +44,7 @@ void check_still_master(SentinelMaster& master,
 
 // Throws Failure (not_master) unless the server on `connection` says ROLE
 // master.
-void check_master_role(Connection& connection);
+Role check_master_role(Connection& connection);
 
 // What one sentinel says of the master, for status and doctor.
 struct SentinelReport {
