@@ -222,9 +222,14 @@ topology_processes() {
   sentinel_wait_ready "$SENTINEL_DIR"
   note "settling after the first failover: $(elapsed "$start") s"
   old=$(sentinel_master_port "$SENTINEL_DIR")
-  [[ $old == "$(<"$BATS_FILE_TMPDIR/first-failover")" ]]
-  # The one node left, which must now replicate the new master.
-  third=$(tr ' ' '\n' <<<"$SENTINEL_NODE_PORTS" | grep -vxe "$old" -e "$SENTINEL_MASTER_PORT")
+  # Under load (CI runs suites side by side) the sentinels may have failed
+  # over once more while settling: the master is whichever they agree on.
+  if [[ $old != "$(<"$BATS_FILE_TMPDIR/first-failover")" ]]; then
+    note "the sentinels failed over once more while settling"
+  fi
+  # The one node left running, which must now replicate the master.
+  third=$(topology_ports "$SENTINEL_DIR" node running | grep -vxe "$old")
+  [[ $third =~ ^[0-9]+$ ]]
   [[ $(field "$third" replication master_port) == "$old" ]]
   start=$EPOCHREALTIME
   topology_kill "$old"

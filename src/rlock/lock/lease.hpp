@@ -98,6 +98,10 @@ struct LockState {
   std::int64_t renewals = 0;
   // Waiters alive in the --fair queue (others are not counted).
   std::int64_t waiters = 0;
+  // Redis Cluster: the master that keeps the lock and its key's slot
+  // ("" and -1 elsewhere).
+  std::string node;
+  int slot = -1;
 };
 
 struct StatusSnapshot {
@@ -121,13 +125,36 @@ struct SentinelState {
   std::string error; // why it did not answer; "" when it did
 };
 
-// How a replicated deployment stands: where the store writes, its
-// replicas, and what each sentinel says.
+// One master of a Redis Cluster, the slots it serves and its replicas, for
+// status and doctor.
+struct ClusterShardState {
+  std::string master;       // its address
+  int slots = 0;            // how many slots it serves
+  std::string slot_spans;   // "0-5460, 10923", as the slot map says
+  std::vector<ReplicaState> replicas; // as it reports them (INFO replication)
+  // Its CLUSTER INFO fields (cluster_state, cluster_slots_ok...) and its
+  // cluster-node-timeout in ms (-1 when CONFIG GET was refused).
+  std::map<std::string, std::string> cluster_info;
+  std::int64_t node_timeout_ms = -1;
+  std::string error; // why it did not answer; "" when it did
+};
+
+// How a replicated or sharded deployment stands. Sentinel: where the store
+// writes, its replicas, and what each sentinel says. Cluster: each master.
 struct DeploymentState {
   std::string master_name; // Sentinel's name for the master
-  std::string master;      // the master's address
+  std::string master;      // the master's address (Sentinel)
   std::vector<ReplicaState> replicas;
   std::vector<SentinelState> sentinels;
+  // Redis Cluster: one entry per master of the slot map, by first slot, and
+  // the slots no master serves ("" when all 16384 are served).
+  std::vector<ClusterShardState> shards;
+  std::string uncovered_slots;
+
+  bool
+  is_cluster() const {
+    return !shards.empty();
+  }
 };
 
 } // namespace rlock::lock
