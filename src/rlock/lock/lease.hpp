@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rlock/redis/cluster.hpp>
 #include <rlock/util/clock.hpp>
 #include <rlock/util/duration.hpp>
 
@@ -130,7 +131,7 @@ struct SentinelState {
 struct ClusterShardState {
   std::string master;       // its address
   int slots = 0;            // how many slots it serves
-  std::string slot_spans;   // "0-5460, 10923", as the slot map says
+  std::vector<redis::SlotSpan> slot_spans; // as the slot map says
   std::vector<ReplicaState> replicas; // as it reports them (INFO replication)
   // Its CLUSTER INFO fields (cluster_state, cluster_slots_ok...) and its
   // cluster-node-timeout in ms (-1 when CONFIG GET was refused).
@@ -147,9 +148,9 @@ struct DeploymentState {
   std::vector<ReplicaState> replicas;
   std::vector<SentinelState> sentinels;
   // Redis Cluster: one entry per master of the slot map, by first slot, and
-  // the slots no master serves ("" when all 16384 are served).
+  // the slots no master serves (none when all 16384 are served).
   std::vector<ClusterShardState> shards;
-  std::string uncovered_slots;
+  std::vector<redis::SlotSpan> uncovered_slots;
 
   bool
   is_cluster() const {
