@@ -1,4 +1,5 @@
 #include <rlock/lock/cluster_store.hpp>
+#include <rlock/lock/discovering_store.hpp>
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
@@ -40,6 +41,9 @@ std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
   if (deployment.cluster) {
     return std::make_unique<ClusterStore>(deployment);
+  }
+  if (!deployment.sentinel && !deployment.endpoint.is_unix()) {
+    return std::make_unique<DiscoveringStore>(deployment);
   }
   return std::make_unique<RedisStore>(deployment);
 }
@@ -440,6 +444,19 @@ ClusterShardState
 RedisStore::describe_cluster_node() {
   return on_connection(
       [](redis::Connection& c) { return lock::describe_cluster_node(c); });
+}
+
+bool
+RedisStore::is_cluster_node() {
+  return on_connection([](redis::Connection& c) {
+    const auto reply = c.command({"INFO", "cluster"});
+    if (!reply.is_string()) {
+      return false;
+    }
+    const auto fields = parse_info(reply.text);
+    const auto enabled = fields.find("cluster_enabled");
+    return enabled != fields.end() && enabled->second == "1";
+  });
 }
 
 } // namespace rlock::lock
