@@ -183,6 +183,16 @@ RedisStore::on_connection(Step&& step) {
           std::string(failure.what())
               + " (demoted by Sentinel: a failover under way)");
     }
+    if (redis::is_unknown_command(failure.server_error())) {
+      throw redis::Failure(redis::FailureKind::server_error,
+                           m_deployment.endpoint.address()
+                               + " does not know rlock's commands (a Redis "
+                                 "Sentinel? name it in a redis+sentinel:// "
+                                 "URL): "
+                               + failure.what(),
+                           failure.server_code(),
+                           failure.server_error());
+    }
     throw;
   } catch (...) {
     m_connection.reset();
