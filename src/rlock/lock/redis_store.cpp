@@ -169,11 +169,10 @@ auto
 RedisStore::on_connection(Step&& step) {
   try {
     auto& c = connection();
-    if (m_asking) {
-      m_asking = false;
-      redis::throw_if_error(c.command({"ASKING"}), "ASKING on " + c.address());
-    }
-    return step(c);
+    c.set_asking(std::exchange(m_asking, false));
+    auto result = step(c);
+    c.set_asking(false);
+    return result;
   } catch (const redis::Failure& failure) {
     m_connection.reset();
     // The master Sentinel named has been demoted since: a failover.
