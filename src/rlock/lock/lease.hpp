@@ -132,8 +132,8 @@ struct SentinelState {
 // One master of a Redis Cluster, the slots it serves and its replicas, for
 // status and doctor.
 struct ClusterShardState {
-  std::string master;       // its address
-  int slots = 0;            // how many slots it serves
+  std::string master;                      // its address
+  int slots = 0;                           // how many slots it serves
   std::vector<redis::SlotSpan> slot_spans; // as the slot map says
   std::vector<ReplicaState> replicas; // as it reports them (INFO replication)
   // Its CLUSTER INFO fields (cluster_state, cluster_slots_ok...) and its
