@@ -654,6 +654,13 @@ TEST_CASE("check_name: a Cluster's slot and master") {
            "10.0.0.3:6379 (replica 10.0.1.1:6379 online lag 0s)");
   CHECK(result.values["slot"] == 15335);
   CHECK(result.values["master"] == "10.0.0.3:6379");
+  // Served by a master that says the cluster is down.
+  deployment.topology->shards[2].cluster_info["cluster_state"] = "fail";
+  result = check_name(lock, "10.0.0.1:6379", deployment);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::EndsWith("which says cluster_state fail: the lock cannot "
+                             "be taken now (CLUSTERDOWN)"));
   // Served by a master that did not answer.
   deployment.topology->shards[2].error = "connection refused";
   result = check_name(lock, "10.0.0.1:6379", deployment);

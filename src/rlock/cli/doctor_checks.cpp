@@ -951,6 +951,13 @@ judge_cluster_name(CheckResult& check,
     check.status = CheckStatus::fail;
     check.message = head + ", served by " + shard->master
                     + ", which did not answer (" + shard->error + ")";
+  } else if (const auto* state =
+                 info_field(shard->cluster_info, "cluster_state");
+             state != nullptr && *state != "ok") {
+    check.status = CheckStatus::fail;
+    check.message = head + ", served by " + shard->master
+                    + ", which says cluster_state " + *state
+                    + ": the lock cannot be taken now (CLUSTERDOWN)";
   } else {
     check.status = CheckStatus::ok;
     check.message = head + ", served by " + shard->master + " ("

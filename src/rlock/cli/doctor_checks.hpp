@@ -80,8 +80,8 @@ CheckResult check_cluster_failover(const lock::DeploymentState& topology,
                                    const lock::LeaseTiming& timing);
 
 // Returns the `name` check: where `lock` lives. On a Cluster its slot and the
-// master serving it, failing when none does or that master did not answer;
-// elsewhere `server` (ok).
+// master serving it, failing when none does, or that master did not answer or
+// says cluster_state fail; elsewhere `server` (ok).
 CheckResult check_name(const NamedLock& lock,
                        const std::string& server,
                        const DeploymentFacts& deployment);

@@ -119,9 +119,8 @@ report_unreachable(const lock::StatusSnapshot& snapshot) {
     const auto address = entry.substr(0, colon);
     const auto why =
         colon == std::string::npos ? std::string() : entry.substr(colon + 2);
-    log::error("master " + address + " did not answer"
-               + (why.empty() ? "" : " (" + why + ")")
-               + ": its locks are not listed");
+    log::error("the locks on master " + address + " are not listed"
+               + (why.empty() ? "" : ": " + why));
   }
   return !snapshot.unreachable.empty();
 }
