@@ -141,7 +141,7 @@ assert all(len(m["checks"]) == 6 for m in d["masters"])' "$output" "${masters[@]
   [[ $output == *'"name": "b"'* && $output != *'"name": "a"'* ]]
   run -1 --separate-stderr "$RLOCK" --io-timeout 300ms doctor a
   echo "$output"
-  [[ $output != *"master 127.0.0.1:$frozen "* ]]
+  [[ $'\n'$output == *$'\n'"master 127.0.0.1:$frozen (slots "*"): did not answer ("*")"$'\n\n'* ]]
   [[ $output == *$'\n'"fail    cluster      127.0.0.1:$frozen did not answer ("* ]]
   [[ $output == *$'\n'"fail    name         lock 'a' is key 'rlock:{a}' in slot $slot, served by 127.0.0.1:$frozen, which did not answer ("* ]]
   topology_thaw "$frozen"

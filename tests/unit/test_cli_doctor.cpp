@@ -754,6 +754,38 @@ TEST_CASE("diagnose_all: a Cluster, each master then the cluster") {
   CHECK(document["masters"][0]["status"] == "ok");
   CHECK(document["masters"][2]["status"] == "fail");
   CHECK(document["checks"]["name"]["status"] == "ok");
+  // A master that did not answer: its header says why, in slot order
+  // whatever the order of the facts.
+  facts = cluster_facts();
+  std::swap(facts[0], facts[2]);
+  facts.erase(facts.begin() + 1);
+  auto silent = deployment;
+  silent.topology->shards[1].error = "connection refused";
+  report = diagnose_all(facts, timing(), silent);
+  REQUIRE(report.servers.size() == 3);
+  CHECK(report.servers[0].address == "10.0.0.1:6379");
+  CHECK(report.servers[1].checks.empty());
+  CHECK(report.servers[1].error == "connection refused");
+  CHECK(report.servers[2].checks.size() == 6);
+  CHECK(doctor_exit_code(report) == 1);
+  const auto text = lines_of(format_doctor_text(report));
+  CHECK(text[8]
+        == "master 10.0.0.2:6379 (slots 5461-10922): did not answer "
+           "(connection refused)");
+  CHECK(text[9].empty());
+  CHECK(text[10] == "master 10.0.0.3:6379 (slots 10923-16383)");
+  document = nlohmann::json::parse(format_doctor_json(report));
+  CHECK(document["status"] == "fail");
+  CHECK(document["masters"][0]["error"].is_null());
+  CHECK(document["masters"][1]["status"] == "fail");
+  CHECK(document["masters"][1]["error"] == "connection refused");
+  CHECK(document["masters"][1]["checks"].empty());
+  // A master whose facts are missing, though the slot map's view of it has
+  // no error, is still reported.
+  silent.topology->shards[1].error.clear();
+  report = diagnose_all(facts, timing(), silent);
+  CHECK(report.servers[1].error == "no reason given");
+  CHECK(doctor_exit_code(report) == 1);
   // A Cluster check alone makes it 1 too.
   deployment.topology->shards[0].replicas.clear();
   report = diagnose_all(cluster_facts(), timing(), deployment);

@@ -1073,18 +1073,36 @@ flattened(const DoctorReport& report) {
   return checks;
 }
 
-std::string
-slots_of(const std::optional<lock::DeploymentState>& topology,
-         const std::string& address) {
-  if (!topology) {
-    return {};
+// Each master of `topology` with its checks from `facts`, in slot order;
+// then any server of `facts` no master names.
+std::vector<ServerChecks>
+masters_checked(const std::vector<ServerFacts>& facts,
+                const lock::LeaseTiming& timing,
+                const DeploymentFacts& deployment) {
+  std::vector<ServerChecks> servers;
+  std::vector<bool> used(facts.size(), false);
+  for (const auto& shard : deployment.topology->shards) {
+    ServerChecks server{
+        shard.master, redis::format_slot_spans(shard.slot_spans), {}, {}};
+    const auto found =
+        std::find_if(facts.begin(), facts.end(), [&](const ServerFacts& each) {
+          return each.address == shard.master;
+        });
+    if (found == facts.end()) {
+      server.error = shard.error.empty() ? "no reason given" : shard.error;
+    } else {
+      used[static_cast<std::size_t>(found - facts.begin())] = true;
+      server.checks = diagnose(*found, timing, deployment);
+    }
+    servers.push_back(std::move(server));
   }
-  for (const auto& shard : topology->shards) {
-    if (shard.master == address) {
-      return redis::format_slot_spans(shard.slot_spans);
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (!used[i]) {
+      servers.push_back(
+          {facts[i].address, {}, diagnose(facts[i], timing, deployment), {}});
     }
   }
-  return {};
+  return servers;
 }
 
 } // namespace
@@ -1116,10 +1134,13 @@ diagnose_all(const std::vector<ServerFacts>& facts,
   DoctorReport report;
   const auto& topology = deployment.topology;
   report.cluster = topology && topology->is_cluster();
-  for (const auto& server : facts) {
-    report.servers.push_back({server.address,
-                              slots_of(topology, server.address),
-                              diagnose(server, timing, deployment)});
+  if (report.cluster) {
+    report.servers = masters_checked(facts, timing, deployment);
+  } else {
+    for (const auto& server : facts) {
+      report.servers.push_back(
+          {server.address, {}, diagnose(server, timing, deployment), {}});
+    }
   }
   if (report.cluster) {
     report.deployment = {check_cluster(*topology),
@@ -1142,7 +1163,10 @@ format_doctor_text(const DoctorReport& report) {
   for (const auto& server : report.servers) {
     text += "master " + server.address
             + (server.slots.empty() ? "" : " (slots " + server.slots + ")")
-            + "\n" + format_doctor_text(server.checks) + "\n";
+            + (server.error.empty()
+                   ? "\n" + format_doctor_text(server.checks)
+                   : ": did not answer (" + printable(server.error) + ")\n")
+            + "\n";
   }
   return text + "cluster\n" + format_doctor_text(report.deployment);
 }
@@ -1157,12 +1181,14 @@ format_doctor_json(const DoctorReport& report) {
   auto worst = CheckStatus::ok;
   auto masters = Json::array();
   for (const auto& server : report.servers) {
-    auto server_worst = CheckStatus::ok;
+    auto server_worst =
+        server.error.empty() ? CheckStatus::ok : CheckStatus::fail;
     auto entries = checks_json(server.checks, server_worst);
     masters.push_back({{"server", server.address},
                        {"slots", server.slots},
                        {"status", status_name(server_worst)},
-                       {"checks", entries}});
+                       {"checks", entries},
+                       {"error", error_json(server.error)}});
     worst = rank(server_worst) > rank(worst) ? server_worst : worst;
   }
   auto entries = checks_json(report.deployment, worst);
@@ -1173,7 +1199,11 @@ format_doctor_json(const DoctorReport& report) {
 
 int
 doctor_exit_code(const DoctorReport& report) {
-  return doctor_exit_code(flattened(report));
+  const bool silent =
+      std::any_of(report.servers.begin(),
+                  report.servers.end(),
+                  [](const auto& server) { return !server.error.empty(); });
+  return silent ? exit_code::k_failure : doctor_exit_code(flattened(report));
 }
 
 } // namespace rlock::cli

@@ -91,6 +91,7 @@ struct ServerChecks {
   std::string address;
   std::string slots; // a Cluster master's slots ("0-5460"); "" elsewhere
   std::vector<CheckResult> checks;
+  std::string error; // a Cluster master that did not answer: why (no checks)
 };
 
 // What doctor prints: each server's checks, then the deployment's.
@@ -102,7 +103,8 @@ struct DoctorReport {
 };
 
 // Returns every check: diagnose() of each server in `facts` (one, or each
-// master of a Cluster), then the Cluster's checks, then `name`'s.
+// master of a Cluster, in slot order; a master missing from `facts` says
+// why), then the Cluster's checks, then `name`'s.
 DoctorReport diagnose_all(const std::vector<ServerFacts>& facts,
                           const lock::LeaseTiming& timing,
                           const DeploymentFacts& deployment,
@@ -129,7 +131,8 @@ std::string format_doctor_text(const DoctorReport& report);
 
 // Returns the report as format_doctor_json() does; a Cluster's as {"status",
 // "checks": {the Cluster's}, "masters": [{"server", "slots", "status",
-// "checks"}]}, "status" the worst check's of them all.
+// "checks", "error"}]}, "status" the worst check's of them all (a master
+// that did not answer: "fail", and "error" says why).
 std::string format_doctor_json(const DoctorReport& report);
 
 // Returns 0 when every check of the report is ok, else 1.
