@@ -9,7 +9,7 @@
 #   make tsan         Redis tests and the CLI suites that run the renewal
 #                     thread on a TSan build; fails on any race report
 #   make clang        build with clang, warnings as errors
-#   make bench        rlock (one server and Sentinel) against flock, etcd and
+#   make bench        rlock (one server, Sentinel, Cluster) against flock, etcd and
 #                     redis-py (bench/RESULTS.md)
 #   make soak         randomized fault injection, SOAK_SECONDS (600) long;
 #                     SEED=N replays a run (tests/soak/README.md)

@@ -24,7 +24,7 @@ _rlock_value()
       mapfile -t COMPREPLY < <(compgen -W 'auto all 0 1 2' -- "$cur")
       ;;
     --url)
-      mapfile -t COMPREPLY < <(compgen -W 'redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel://' -- "$cur")
+      mapfile -t COMPREPLY < <(compgen -W 'redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster://' -- "$cur")
       compopt -o nospace 2>/dev/null
       declare -F __ltrim_colon_completions >/dev/null &&
         __ltrim_colon_completions "$cur"

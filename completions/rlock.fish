@@ -160,7 +160,9 @@ function __rlock_urls
     printf '%s\t%s\n' redis:// 'redis://[user[:pass]@]host[:port][/db]' \
         rediss:// 'rediss://...: TLS' unix:// 'unix:///path.sock[?db=N]' \
         redis+sentinel:// 'redis+sentinel://host[:port][,...]/MASTER[/DB]' \
-        rediss+sentinel:// 'rediss+sentinel://...: TLS'
+        rediss+sentinel:// 'rediss+sentinel://...: TLS' \
+        redis+cluster:// 'redis+cluster://host[:port][,...]' \
+        rediss+cluster:// 'rediss+cluster://...: TLS'
 end
 
 # -c and --command, the options that may follow NAME, once - is typed.

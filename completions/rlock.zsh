@@ -67,7 +67,7 @@ _rlock_signals() {
 
 _rlock_urls() {
   local expl
-  _wanted urls expl 'Redis URL' compadd -S '' -- redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel://
+  _wanted urls expl 'Redis URL' compadd -S '' -- redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster://
 }
 
 _rlock_subcommand_names() {

@@ -43,6 +43,7 @@ add_server_options(CLI::App& app, RawOptions& raw) {
                "redis[s]://[user[:pass]@]host[:port][/db]\n"
                "or unix:///path.sock[?db=N]\n"
                "or redis[s]+sentinel://host[:port],.../MASTER[/db]\n"
+               "or redis[s]+cluster://host[:port],...\n"
                "($RLOCK_URL, $REDIS_URL, "
                    + std::string(defaults::k_url) + ")")
       ->type_name("URL")
