@@ -439,7 +439,7 @@ common_cases() {
   offers "$@" 'rlock --kill-signal SIGU' -- SIGUSR1 SIGUSR2
   offers "$@" 'rlock -w ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock --ttl ' -- 500ms 5s 30s 5m 1h
-  offers "$@" 'rlock --url ' -- redis+sentinel:// redis:// rediss+sentinel:// rediss:// unix://
+  offers "$@" 'rlock --url ' -- redis+cluster:// redis+sentinel:// redis:// rediss+cluster:// rediss+sentinel:// rediss:// unix://
   offers "$@" 'rlock check --min-validity ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock status -i ' -- 500ms 5s 30s 5m 1h
   offers "$@" 'rlock release --f' -- --force
