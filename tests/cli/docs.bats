@@ -473,7 +473,7 @@ common_cases() {
     skip "bash-completion not installed (packaging/install-deps bash-completion)"
   common_cases bash_complete --bash-completion
   offers bash_complete --bash-completion 'rlock --kill-signal=SIGT' -- SIGTERM
-  offers bash_complete --bash-completion 'rlock --url=re' -- redis+sentinel:// redis:// rediss+sentinel:// rediss://
+  offers bash_complete --bash-completion 'rlock --url=re' -- redis+cluster:// redis+sentinel:// redis:// rediss+cluster:// rediss+sentinel:// rediss://
 }
 
 @test "zsh completion: subcommands, option values, COMMAND" {
