@@ -391,6 +391,11 @@ increasing() {
   for name in "${names[@]}"; do
     [[ $output == *$'\n'"$name "*"sleep 30"* ]]
   done
+  # --match filters across the masters too.
+  run -0 rl status --prefix st: --json --match "${names[2]}"
+  echo "$output" >match.json
+  run -0 status_rows match.json
+  [[ $output == "${names[2]} 127.0.0.1:${owners[2]} "* && ${#lines[@]} == 1 ]]
   # One named lock, and a free one.
   run -0 rl status --prefix st: "${names[1]}"
   [[ $output == *$'\n'"${names[1]} "* ]]
