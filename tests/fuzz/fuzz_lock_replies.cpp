@@ -118,7 +118,7 @@ list_locks(ReplyQueue& replies) {
   std::vector<std::string> names;
   std::string cursor;
   do {
-    auto page = lock::decode_scan(replies.next(), "rlock:");
+    auto page = lock::decode_scan(replies.next(), lock::KeySpace{"rlock:"});
     cursor = std::move(page.cursor);
     names.insert(names.end(), page.names.begin(), page.names.end());
   } while (cursor != "0");

@@ -44,7 +44,7 @@ fresh_keys() {
 std::unique_ptr<lock::LockStore>
 test_store() {
   return lock::open_store(
-      lock::Deployment{test_endpoint(), std::nullopt, {}, "test:", {}, {}});
+      lock::Deployment{test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}});
 }
 
 const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
@@ -354,7 +354,8 @@ TEST_CASE("status reads held and free locks, and lists by prefix") {
   const auto b = lock::keys_for(prefix, "a-first");
   REQUIRE(lock::try_acquire(c, a, "ta", 30s, k_holder).acquired);
   REQUIRE(lock::try_acquire(c, b, "tb", 30s, k_holder).acquired);
-  auto snapshot = lock::read_locks(c, prefix, {"b-second", "free"});
+  auto snapshot =
+      lock::read_locks(c, lock::KeySpace{prefix}, {"b-second", "free"});
   REQUIRE(snapshot.locks.size() == 2);
   CHECK(snapshot.locks[0].held);
   CHECK(snapshot.locks[0].token == "ta");
@@ -364,7 +365,7 @@ TEST_CASE("status reads held and free locks, and lists by prefix") {
   CHECK(snapshot.locks[0].acquired_ms > 0);
   CHECK(snapshot.server_now_ms >= snapshot.locks[0].acquired_ms);
   CHECK_FALSE(snapshot.locks[1].held);
-  snapshot = lock::list_locks(c, prefix);
+  snapshot = lock::list_locks(c, lock::KeySpace{prefix});
   REQUIRE(snapshot.locks.size() == 2);
   CHECK(snapshot.locks[0].name == "a-first");
   CHECK(snapshot.locks[1].name == "b-second");

@@ -436,13 +436,28 @@ TEST_CASE("--replicas: a count, all or auto; $RLOCK_REPLICAS") {
   }
 }
 
+TEST_CASE("a Cluster URL gives the seeds and replicas auto") {
+  const auto options = std::get<RunOptions>(
+      parse({"--url", "redis+cluster://a:7000,[::1]:7001", "n", "true"}));
+  REQUIRE(options.server.cluster);
+  CHECK(options.server.cluster->seeds
+        == std::vector<rlock::redis::HostPort>{{"a", 7000}, {"::1", 7001}});
+  CHECK(options.server.replicas.mode
+        == rlock::lock::ReplicaPolicy::Mode::automatic);
+  CHECK_FALSE(options.server.sentinel);
+}
+
 TEST_CASE("Sentinel and Cluster URLs that cannot be used are usage errors") {
   CHECK_THAT(usage_error({"--url", "redis+sentinel://a,,b/m", "n", "true"}),
              Catch::Contains("--url") && Catch::Contains("empty host"));
   CHECK_THAT(usage_error({"--url", "redis+sentinel://a", "n", "true"}),
              Catch::Contains("--url"));
-  CHECK_THAT(usage_error({"--url", "redis+cluster://a:1", "n", "true"}),
-             Catch::Contains("--url") && Catch::Contains("Cluster"));
+  CHECK_THAT(usage_error({"--url", "redis+cluster://a:1/3", "n", "true"}),
+             Catch::Contains("--url"));
+  CHECK_THAT(
+      usage_error(
+          {"--url", "redis+cluster://a:1", "--prefix", "app{x}:", "n", "true"}),
+      Catch::Contains("--prefix") && Catch::Contains("'app{x}:'"));
   CHECK_THAT(
       usage_error({"--sentinel-password-file", "/dev/null", "n", "true"}),
       Catch::Contains("--sentinel-password-file")

@@ -405,17 +405,20 @@ TEST_CASE("decode_scan: the cursor and the lock NAMEs") {
                                                     bulk("rlock:{b}:queue"),
                                                     bulk("other"),
                                                     bulk("rlock:{c d}")})}),
-                                      "rlock:");
+                                      lock::KeySpace{"rlock:"});
   CHECK(page.cursor == "1792");
   CHECK(page.names == std::vector<std::string>{"a", "c d"});
-  const auto last = lock::decode_scan(array({bulk("0"), array({})}), "rlock:");
+  const auto last = lock::decode_scan(array({bulk("0"), array({})}),
+                                      lock::KeySpace{"rlock:"});
   CHECK(last.cursor == "0");
   CHECK(last.names.empty());
   // A second element that is not an array holds no keys.
-  CHECK(lock::decode_scan(array({bulk("0"), bulk("rlock:{a}")}), "rlock:")
+  CHECK(lock::decode_scan(array({bulk("0"), bulk("rlock:{a}")}),
+                          lock::KeySpace{"rlock:"})
             .names.empty());
   const auto decode = [](Reply reply) {
-    return failure_of([&] { return lock::decode_scan(reply, "rlock:"); });
+    return failure_of(
+        [&] { return lock::decode_scan(reply, lock::KeySpace{"rlock:"}); });
   };
   CHECK(decode(error("ERR no")) == "cannot list locks: ERR no");
   CHECK(decode(array({bulk("0")})) == "unexpected reply to SCAN");

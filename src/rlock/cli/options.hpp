@@ -3,6 +3,7 @@
 #include <rlock/cli/defaults.hpp>
 #include <rlock/lock/replicas.hpp>
 #include <rlock/lock/timing.hpp>
+#include <rlock/redis/cluster_map.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/sentinel.hpp>
 #include <rlock/redis/url.hpp>
@@ -21,6 +22,8 @@ struct ServerOptions {
   redis::Endpoint endpoint;
   // Set for a redis+sentinel:// URL: where to ask for the master.
   std::optional<redis::SentinelMaster> sentinel;
+  // Set for a redis+cluster:// URL: the seeds to read the slot map from.
+  std::optional<redis::ClusterSeeds> cluster;
   lock::ReplicaPolicy replicas; // --replicas, --replicas-timeout
   redis::ConnectOptions connect;
   std::string prefix{defaults::k_prefix};

@@ -415,13 +415,11 @@ server_of(const RawOptions& raw, const Environment& environment) {
   const auto deployment =
       value_or_usage_error(redis::parse_deployment_url(url), option);
   using Kind = redis::TopologyKind;
-  if (deployment.kind == Kind::cluster) {
-    throw_usage(option + ": Redis Cluster URLs are not supported yet, got "
-                + quote(redis::redact_url(url)));
-  }
   const bool sentinel = deployment.kind == Kind::sentinel;
-  server.endpoint =
-      sentinel ? deployment.data_node(redis::HostPort{}) : deployment.endpoint;
+  const bool cluster = deployment.kind == Kind::cluster;
+  server.endpoint = sentinel || cluster
+                        ? deployment.data_node(redis::HostPort{})
+                        : deployment.endpoint;
   server.endpoint.password =
       password_of(raw, server.endpoint.password, environment);
   if (sentinel) {
@@ -431,12 +429,21 @@ server_of(const RawOptions& raw, const Environment& environment) {
     throw_usage("--sentinel-password-file needs a redis+sentinel:// URL ("
                 + option + " is not one)");
   }
-  server.replicas = replica_policy_of(raw, environment, sentinel);
+  if (cluster) {
+    server.cluster = redis::ClusterSeeds{deployment.nodes, server.endpoint};
+  }
+  server.replicas = replica_policy_of(raw, environment, sentinel || cluster);
   server.connect.tls = tls_options_of(raw, server.endpoint, option);
   // An empty --prefix is a prefix like any other.
   server.prefix = raw.prefix                 ? *raw.prefix
                   : environment.rlock_prefix ? *environment.rlock_prefix
                                              : defaults::k_prefix;
+  if (cluster && server.prefix.find_first_of("{}") != std::string::npos) {
+    throw_usage(std::string(raw.prefix ? "--prefix" : "RLOCK_PREFIX")
+                + ": must hold no brace with Redis Cluster (a brace would "
+                  "split a lock's keys over slots), got "
+                + quote(server.prefix));
+  }
   server.connect.connect_timeout = duration_or(raw.connect_timeout,
                                                defaults::k_connect_timeout,
                                                "--connect-timeout",

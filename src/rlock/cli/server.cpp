@@ -9,6 +9,7 @@ deployment_of(const ServerOptions& server) {
                           server.sentinel,
                           server.connect,
                           server.prefix,
+                          server.cluster,
                           {server.restart_grace, "--restart-grace"},
                           server.replicas};
 }

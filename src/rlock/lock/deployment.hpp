@@ -3,6 +3,7 @@
 #include <rlock/lock/replicas.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/store.hpp>
+#include <rlock/redis/cluster_map.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/sentinel.hpp>
 #include <rlock/redis/url.hpp>
@@ -12,16 +13,19 @@
 
 namespace rlock::lock {
 
-// Where the locks live, as parsed from the command line: one server, or
-// the master a set of sentinels names. A new kind of deployment (Cluster, a
-// quorum of servers) adds its description here and its store to
-// open_store().
+// Where the locks live, as parsed from the command line: one server, the
+// master a set of sentinels names, or a Redis Cluster. A new kind of
+// deployment (a quorum of servers) adds its description here and its store
+// to open_store().
 struct Deployment {
-  redis::Endpoint endpoint; // one server
+  redis::Endpoint endpoint; // one server; with a Cluster, one of its masters
   // Set: the master these sentinels name, found anew on every connection.
   std::optional<redis::SentinelMaster> sentinel;
   redis::ConnectOptions connect;
   std::string prefix;
+  // Set: a Redis Cluster, whose slot map says which master keeps a lock;
+  // its keys carry brace-free hash tags (KeySpace::cluster).
+  std::optional<redis::ClusterSeeds> cluster;
   // A server up less than this grants no lock.
   RestartGrace restart_grace;
   // How many replicas must confirm the acquire and every renewal.
@@ -31,5 +35,10 @@ struct Deployment {
 // Returns the store for `deployment`, not yet connected: the one place that
 // decides which store runs.
 std::unique_ptr<LockStore> open_store(const Deployment& deployment);
+
+// Returns `options` with the connect and reply timeouts cut to what is left
+// until `deadline`, when one is set.
+redis::ConnectOptions bounded_by(redis::ConnectOptions options,
+                                 std::optional<BootTime> deadline);
 
 } // namespace rlock::lock

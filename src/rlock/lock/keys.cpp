@@ -1,5 +1,8 @@
 #include <rlock/lock/keys.hpp>
+#include <rlock/redis/cluster.hpp>
 #include <rlock/util/text.hpp>
+
+#include <fnmatch.h>
 
 namespace rlock::lock {
 
@@ -21,8 +24,10 @@ escape_glob(std::string_view text) {
 } // namespace
 
 LockKeys
-keys_for(std::string_view prefix, std::string_view name) {
-  const std::string lock = std::string(prefix) + "{" + std::string(name) + "}";
+keys_for(const KeySpace& space, std::string_view name) {
+  const std::string tag =
+      space.cluster ? redis::cluster_safe_tag(name) : std::string(name);
+  const std::string lock = space.prefix + "{" + tag + "}";
   return LockKeys{std::string(name),
                   lock,
                   lock + ":fence",
@@ -33,20 +38,31 @@ keys_for(std::string_view prefix, std::string_view name) {
 }
 
 std::string
-name_of_lock_key(std::string_view prefix, std::string_view key) {
+name_of_lock_key(const KeySpace& space, std::string_view key) {
+  const auto& prefix = space.prefix;
   const bool is_lock = key.size() >= prefix.size() + 2
                        && key.starts_with(prefix) && key[prefix.size()] == '{'
                        && key.ends_with('}');
   if (!is_lock) {
     return {};
   }
-  return std::string(
-      key.substr(prefix.size() + 1, key.size() - prefix.size() - 2));
+  const auto tag =
+      key.substr(prefix.size() + 1, key.size() - prefix.size() - 2);
+  if (!space.cluster) {
+    return std::string(tag);
+  }
+  return redis::name_of_cluster_tag(tag).value_or("");
 }
 
 std::string
-lock_key_pattern(std::string_view prefix, std::string_view match) {
-  return escape_glob(prefix) + "{" + std::string(match) + "}";
+lock_key_pattern(const KeySpace& space, std::string_view match) {
+  return escape_glob(space.prefix) + "{"
+         + std::string(space.cluster ? "*" : match) + "}";
+}
+
+bool
+name_matches(std::string_view match, std::string_view name) {
+  return fnmatch(std::string(match).c_str(), std::string(name).c_str(), 0) == 0;
 }
 
 Expected<std::string>

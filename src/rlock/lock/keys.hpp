@@ -47,16 +47,34 @@ struct LockKeys {
   }
 };
 
-// Returns the keys of lock `name` under `prefix`.
-LockKeys keys_for(std::string_view prefix, std::string_view name);
+// How lock names become keys: PREFIX{TAG}, where TAG is the name itself, or
+// on Redis Cluster a tag that holds no brace (redis::cluster_safe_tag), so
+// that a name such as "}x" or "a{b}" keeps all its keys in one slot.
+struct KeySpace {
+  std::string prefix;
+  bool cluster = false;
+};
 
-// Returns the NAME when the key is a lock key under prefix ("" otherwise).
-std::string name_of_lock_key(std::string_view prefix, std::string_view key);
+// Returns the keys of lock `name` in `space`.
+LockKeys keys_for(const KeySpace& space, std::string_view name);
 
-// Returns the SCAN MATCH pattern that finds the lock keys under `prefix`
-// whose NAME matches the glob `match`.
-std::string lock_key_pattern(std::string_view prefix,
+// Returns the keys of lock `name` under `prefix` (one server's layout).
+inline LockKeys
+keys_for(std::string_view prefix, std::string_view name) {
+  return keys_for(KeySpace{std::string(prefix)}, name);
+}
+
+// Returns the NAME when the key is a lock key in `space` ("" otherwise).
+std::string name_of_lock_key(const KeySpace& space, std::string_view key);
+
+// Returns the SCAN MATCH pattern that finds the lock keys in `space` whose
+// NAME matches the glob `match`. On a Cluster an escaped tag is matched by
+// "*" alone: a listing filters names again (name_matches).
+std::string lock_key_pattern(const KeySpace& space,
                              std::string_view match = "*");
+
+// True when `name` matches the glob `match` as SCAN MATCH does.
+bool name_matches(std::string_view match, std::string_view name);
 
 // Returns nothing when `name` is a valid lock name (non-empty, printable, at
 // most 1024 bytes), else the reason.

@@ -108,6 +108,9 @@ struct LockState {
 struct StatusSnapshot {
   std::int64_t server_now_ms = 0; // to tell how long each lock has been held
   std::vector<LockState> locks;
+  // Redis Cluster: each master that did not answer and why ("127.0.0.1:7001:
+  // connection refused"); the locks are those of the masters that did.
+  std::vector<std::string> unreachable;
 };
 
 // A replica as its master reports it (INFO replication).
@@ -129,8 +132,8 @@ struct SentinelState {
 // One master of a Redis Cluster, the slots it serves and its replicas, for
 // status and doctor.
 struct ClusterShardState {
-  std::string master;       // its address
-  int slots = 0;            // how many slots it serves
+  std::string master;                      // its address
+  int slots = 0;                           // how many slots it serves
   std::vector<redis::SlotSpan> slot_spans; // as the slot map says
   std::vector<ReplicaState> replicas; // as it reports them (INFO replication)
   // Its CLUSTER INFO fields (cluster_state, cluster_slots_ok...) and its

@@ -1,3 +1,4 @@
+#include <rlock/lock/cluster_store.hpp>
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
@@ -37,7 +38,20 @@ private:
 
 std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
+  if (deployment.cluster) {
+    return std::make_unique<ClusterStore>(deployment);
+  }
   return std::make_unique<RedisStore>(deployment);
+}
+
+redis::ConnectOptions
+bounded_by(redis::ConnectOptions options, std::optional<BootTime> deadline) {
+  if (deadline) {
+    const Duration left = *deadline - boot_now();
+    options.connect_timeout = std::min(options.connect_timeout, left);
+    options.io_timeout = std::min(options.io_timeout, left);
+  }
+  return options;
 }
 
 RedisStore::RedisStore(Deployment deployment)
@@ -56,22 +70,21 @@ RedisStore::key_of(std::string_view name) const {
   return keys(name).lock;
 }
 
-LockKeys
-RedisStore::keys(std::string_view name) const {
-  return keys_for(m_deployment.prefix, name);
+KeySpace
+RedisStore::key_space() const {
+  return KeySpace{m_deployment.prefix, m_deployment.cluster.has_value()};
 }
 
+LockKeys
+RedisStore::keys(std::string_view name) const {
+  return keys_for(key_space(), name);
+}
+
+// The replies of the connection's login, and of the sentinels asked where
+// the master is, count against the deadline too.
 redis::ConnectOptions
 RedisStore::bounded_options() const {
-  redis::ConnectOptions options = m_deployment.connect;
-  if (m_deadline) {
-    // The replies of the connection's login, and of the sentinels asked
-    // where the master is, count against the deadline too.
-    const Duration left = *m_deadline - boot_now();
-    options.connect_timeout = std::min(options.connect_timeout, left);
-    options.io_timeout = std::min(options.io_timeout, left);
-  }
-  return options;
+  return bounded_by(m_deployment.connect, m_deadline);
 }
 
 redis::Connection&
@@ -118,7 +131,7 @@ RedisStore::confirm(redis::Connection& c,
     const int connected = counted                ? 0
                           : m_connected_replicas ? *m_connected_replicas
                                                  : redis::role_of(c).replicas;
-    m_required_replicas = required_replicas(policy, connected);
+    m_required_replicas = lock::required_replicas(policy, connected);
     if (!counted && *m_required_replicas == 0) {
       log::info("no replica of " + c.address()
                 + " is connected: the lock is not confirmed by any");
@@ -151,7 +164,12 @@ template <typename Step>
 auto
 RedisStore::on_connection(Step&& step) {
   try {
-    return step(connection());
+    auto& c = connection();
+    if (m_asking) {
+      m_asking = false;
+      redis::throw_if_error(c.command({"ASKING"}), "ASKING on " + c.address());
+    }
+    return step(c);
   } catch (const redis::Failure& failure) {
     m_connection.reset();
     // The master Sentinel named has been demoted since: a failover.
@@ -245,8 +263,10 @@ RedisStore::renew(std::string_view name,
   return on_connection([&](redis::Connection& c) {
     auto renewal = lock::renew(c, keys(name), token, ttl, mode);
     if (renewal.held) {
-      const Duration limit =
-          m_deadline ? *m_deadline - boot_now() : m_deployment.replicas.timeout;
+      // WAIT answers when its timeout ends: a quarter of the time left is
+      // kept for that answer to arrive before the step's deadline.
+      const Duration limit = m_deadline ? (*m_deadline - boot_now()) * 3 / 4
+                                        : m_deployment.replicas.timeout;
       confirm(c, "renewing " + quote(name), limit);
     }
     return renewal;
@@ -314,14 +334,14 @@ RedisStore::mark_slot_done(std::string_view name,
 StatusSnapshot
 RedisStore::read_locks(const std::vector<std::string>& names) {
   return on_connection([&](redis::Connection& c) {
-    return lock::read_locks(c, m_deployment.prefix, names);
+    return lock::read_locks(c, key_space(), names);
   });
 }
 
 StatusSnapshot
 RedisStore::list_locks(std::string_view match) {
   return on_connection([&](redis::Connection& c) {
-    return lock::list_locks(c, m_deployment.prefix, match);
+    return lock::list_locks(c, key_space(), match);
   });
 }
 
@@ -399,6 +419,27 @@ RedisStore::idle_connection_broken() {
   }
   m_connection.reset();
   return true;
+}
+
+void
+RedisStore::ask_next() {
+  m_asking = true;
+}
+
+std::optional<int>
+RedisStore::required_replicas() const {
+  return m_required_replicas;
+}
+
+void
+RedisStore::require_replicas(std::optional<int> replicas) {
+  m_required_replicas = replicas;
+}
+
+ClusterShardState
+RedisStore::describe_cluster_node() {
+  return on_connection(
+      [](redis::Connection& c) { return lock::describe_cluster_node(c); });
 }
 
 } // namespace rlock::lock

@@ -13,7 +13,8 @@ namespace rlock::lock {
 // on one connection, opened at the first step and again after a failure.
 // With Sentinel, every new connection goes to the master the sentinels name
 // then, checked with ROLE. With a replica policy, the acquire and each
-// renewal count only once enough replicas confirmed them (WAIT).
+// renewal count only once enough replicas confirmed them (WAIT). With a
+// Cluster, it is the store on one master (ClusterStore routes to it).
 class RedisStore final : public LockStore {
 public:
   explicit RedisStore(Deployment deployment);
@@ -51,6 +52,18 @@ public:
   int idle_fd() const override;
   bool idle_connection_broken() override;
 
+  // Sends ASKING before the next step: a Cluster slot being migrated to
+  // this node answers for one command (an ASK redirection).
+  void ask_next();
+
+  // Returns the replicas each write waits for, once the first acquire fixed
+  // it; require_replicas() hands it to a store on another node.
+  std::optional<int> required_replicas() const;
+  void require_replicas(std::optional<int> replicas);
+
+  // Returns what this Cluster master says of its replicas and the cluster.
+  ClusterShardState describe_cluster_node();
+
 private:
   // Returns the connection for the next step, connected and bounded by the
   // deadline. A failure drops it, so that the next step connects again.
@@ -60,6 +73,7 @@ private:
   // Returns where the server, or the master Sentinel names now, is.
   redis::Endpoint locate(const redis::ConnectOptions& options);
   LockKeys keys(std::string_view name) const;
+  KeySpace key_space() const;
   redis::ConnectOptions bounded_options() const;
   // Waits until the replicas the policy asks for confirmed the write just
   // made on `c` (`what`, for messages); `limit` bounds the wait. Returns how
@@ -80,6 +94,7 @@ private:
   // The replicas ROLE counted when the current connection was made (with
   // Sentinel), so that resolving the policy needs no second ROLE.
   std::optional<int> m_connected_replicas;
+  bool m_asking = false;
 };
 
 } // namespace rlock::lock

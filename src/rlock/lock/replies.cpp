@@ -201,7 +201,7 @@ decode_waiters(const redis::Reply& reply, const std::string& key) {
 }
 
 ScanPage
-decode_scan(const redis::Reply& reply, std::string_view prefix) {
+decode_scan(const redis::Reply& reply, const KeySpace& space) {
   redis::throw_if_error(reply, "cannot list locks");
   if (!reply.is_array() || reply.elements.size() != 2) {
     throw redis::Failure(redis::FailureKind::unexpected_reply,
@@ -210,7 +210,7 @@ decode_scan(const redis::Reply& reply, std::string_view prefix) {
   ScanPage page;
   page.cursor = redis::string_of(reply.elements[0], "SCAN");
   for (const auto& key : reply.elements[1].elements) {
-    auto name = name_of_lock_key(prefix, redis::string_of(key, "SCAN"));
+    auto name = name_of_lock_key(space, redis::string_of(key, "SCAN"));
     if (!name.empty()) {
       page.names.push_back(std::move(name));
     }

@@ -63,11 +63,11 @@ void decode_lock_state(LockState& state,
 std::int64_t decode_waiters(const redis::Reply& reply, const std::string& key);
 
 // One SCAN reply: the next cursor ("0" at the end) and the NAMEs of the lock
-// keys found under `prefix` (other keys left out).
+// keys found in `space` (other keys left out).
 struct ScanPage {
   std::string cursor;
   std::vector<std::string> names;
 };
-ScanPage decode_scan(const redis::Reply& reply, std::string_view prefix);
+ScanPage decode_scan(const redis::Reply& reply, const KeySpace& space);
 
 } // namespace rlock::lock

@@ -276,4 +276,27 @@ examine_server(redis::Connection& connection) {
   return facts;
 }
 
+ClusterShardState
+describe_cluster_node(redis::Connection& connection) {
+  ClusterShardState shard;
+  shard.master = connection.address();
+  const auto replication = connection.command({"INFO", "replication"});
+  if (replication.is_string()) {
+    shard.replicas = replicas_of(parse_info(replication.text));
+  }
+  const auto info = connection.command({"CLUSTER", "INFO"});
+  if (info.is_string()) {
+    for (auto& [key, value] : parse_info(info.text)) {
+      shard.cluster_info.emplace(key, std::move(value));
+    }
+  }
+  const auto timeout =
+      connection.command({"CONFIG", "GET", "cluster-node-timeout"});
+  if (timeout.is_array() && timeout.elements.size() == 2
+      && timeout.elements[1].is_string()) {
+    shard.node_timeout_ms = std::atoll(timeout.elements[1].text.c_str());
+  }
+  return shard;
+}
+
 } // namespace rlock::lock

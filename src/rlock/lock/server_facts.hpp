@@ -58,4 +58,9 @@ std::vector<ReplicaState> replicas_of(const Fields& info);
 // leaves its fields empty and says why; only a failed connection throws.
 ServerFacts examine_server(redis::Connection& connection);
 
+// Asks the cluster master on `connection` for its replicas (INFO
+// replication), CLUSTER INFO and cluster-node-timeout; the slots are the
+// caller's to fill. A refused command leaves its fields empty.
+ClusterShardState describe_cluster_node(redis::Connection& connection);
+
 } // namespace rlock::lock

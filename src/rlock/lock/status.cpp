@@ -37,7 +37,7 @@ server_time_ms(redis::Connection& connection) {
 // Reads `states` (names and keys set) in pipelined batches.
 void
 read_states(redis::Connection& connection,
-            std::string_view prefix,
+            const KeySpace& space,
             std::int64_t now_ms,
             std::vector<LockState>& states,
             bool listing) {
@@ -47,10 +47,8 @@ read_states(redis::Connection& connection,
     for (auto i = start; i < end; ++i) {
       connection.append({"HGETALL", states[i].key});
       connection.append({"PTTL", states[i].key});
-      connection.append({"ZCOUNT",
-                         keys_for(prefix, states[i].name).alive,
-                         live_from,
-                         "+inf"});
+      connection.append(
+          {"ZCOUNT", keys_for(space, states[i].name).alive, live_from, "+inf"});
     }
     for (auto i = start; i < end; ++i) {
       auto hash = connection.read_reply();
@@ -64,7 +62,7 @@ read_states(redis::Connection& connection,
 
 std::vector<std::string>
 scan_lock_names(redis::Connection& connection,
-                std::string_view prefix,
+                const KeySpace& space,
                 std::string_view match) {
   std::vector<std::string> names;
   std::string cursor = "0";
@@ -72,12 +70,16 @@ scan_lock_names(redis::Connection& connection,
     const auto reply = connection.command({"SCAN",
                                            cursor,
                                            "MATCH",
-                                           lock_key_pattern(prefix, match),
+                                           lock_key_pattern(space, match),
                                            "COUNT",
                                            "1000"});
-    auto page = decode_scan(reply, prefix);
+    auto page = decode_scan(reply, space);
     cursor = std::move(page.cursor);
-    names.insert(names.end(), page.names.begin(), page.names.end());
+    for (auto& name : page.names) {
+      if (name_matches(match, name)) {
+        names.push_back(std::move(name));
+      }
+    }
   } while (cursor != "0");
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -87,7 +89,7 @@ scan_lock_names(redis::Connection& connection,
 // Reads the locks `names`; in a listing, foreign keys are skipped.
 StatusSnapshot
 read_some(redis::Connection& connection,
-          std::string_view prefix,
+          const KeySpace& space,
           const std::vector<std::string>& names,
           bool listing) {
   StatusSnapshot snapshot;
@@ -95,11 +97,11 @@ read_some(redis::Connection& connection,
   for (const auto& name : names) {
     LockState state;
     state.name = name;
-    state.key = keys_for(prefix, name).lock;
+    state.key = keys_for(space, name).lock;
     snapshot.locks.push_back(std::move(state));
   }
   read_states(
-      connection, prefix, snapshot.server_now_ms, snapshot.locks, listing);
+      connection, space, snapshot.server_now_ms, snapshot.locks, listing);
   return snapshot;
 }
 
@@ -107,17 +109,17 @@ read_some(redis::Connection& connection,
 
 StatusSnapshot
 read_locks(redis::Connection& connection,
-           std::string_view prefix,
+           const KeySpace& space,
            const std::vector<std::string>& names) {
-  return read_some(connection, prefix, names, false);
+  return read_some(connection, space, names, false);
 }
 
 StatusSnapshot
 list_locks(redis::Connection& connection,
-           std::string_view prefix,
+           const KeySpace& space,
            std::string_view match) {
   auto snapshot = read_some(
-      connection, prefix, scan_lock_names(connection, prefix, match), true);
+      connection, space, scan_lock_names(connection, space, match), true);
   // A lock may have been released between SCAN and the read.
   std::erase_if(snapshot.locks,
                 [](const LockState& state) { return !state.held; });

@@ -12,13 +12,13 @@ namespace rlock::lock {
 
 // Reads the named locks, in the order given. Throws Error (unavailable).
 StatusSnapshot read_locks(redis::Connection& connection,
-                          std::string_view prefix,
+                          const KeySpace& space,
                           const std::vector<std::string>& names);
 
-// Reads every lock held under `prefix` whose NAME matches the glob `match`
+// Reads every lock held in `space` whose NAME matches the glob `match`
 // (found with SCAN), sorted by name. Throws Error (unavailable).
 StatusSnapshot list_locks(redis::Connection& connection,
-                          std::string_view prefix,
+                          const KeySpace& space,
                           std::string_view match = "*");
 
 } // namespace rlock::lock

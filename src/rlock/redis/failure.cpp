@@ -52,8 +52,10 @@ failover_under_way(const Failure& failure) {
 
 void
 throw_server_error(const std::string& what, const std::string& error) {
-  throw Failure(
-      FailureKind::server_error, what + ": " + error, server_code_of(error));
+  throw Failure(FailureKind::server_error,
+                what + ": " + error,
+                server_code_of(error),
+                error);
 }
 
 } // namespace rlock::redis

@@ -27,9 +27,11 @@ class Failure : public Error {
 public:
   Failure(FailureKind kind,
           const std::string& message,
-          std::string server_code = {})
+          std::string server_code = {},
+          std::string server_error = {})
       : Error(ErrorKind::unavailable, message), m_kind(kind),
-        m_server_code(std::move(server_code)) {
+        m_server_code(std::move(server_code)),
+        m_server_error(std::move(server_error)) {
   }
 
   FailureKind
@@ -45,9 +47,17 @@ public:
     return m_server_code;
   }
 
+  // The error reply's whole text ("MOVED 3999 127.0.0.1:6381"); "" unless a
+  // server_error.
+  const std::string&
+  server_error() const {
+    return m_server_error;
+  }
+
 private:
   FailureKind m_kind;
   std::string m_server_code;
+  std::string m_server_error;
 };
 
 // Returns the code of an error reply's text: its first word.

@@ -1,0 +1,433 @@
+#include <rlock/lock/cluster_store.hpp>
+#include <rlock/redis/failure.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/text.hpp>
+
+#include <algorithm>
+#include <thread>
+
+namespace rlock::lock {
+
+namespace {
+
+// Redirections and TRYAGAIN answers followed within one step.
+constexpr int k_max_tries = 20;
+
+// The pause before asking again after TRYAGAIN: a slot's keys are being
+// migrated, which takes milliseconds per key.
+constexpr auto k_tryagain_pause = std::chrono::milliseconds(50);
+
+bool
+connection_failed(const redis::Failure& failure) {
+  using Kind = redis::FailureKind;
+  const auto kind = failure.failure_kind();
+  return kind == Kind::refused || kind == Kind::timed_out
+         || kind == Kind::closed;
+}
+
+// The nodes of `map`, masters first, each once.
+std::vector<redis::HostPort>
+nodes_of(const redis::SlotMap& map) {
+  auto nodes = map.masters();
+  for (const auto& range : map.ranges) {
+    for (const auto& replica : range.replicas) {
+      if (std::find(nodes.begin(), nodes.end(), replica) == nodes.end()) {
+        nodes.push_back(replica);
+      }
+    }
+  }
+  return nodes;
+}
+
+void
+take_stamp(LockState& state, const redis::HostPort& master, int slot) {
+  state.node = master.address();
+  state.slot = slot;
+}
+
+} // namespace
+
+ClusterStore::ClusterStore(Deployment deployment)
+    : m_deployment(std::move(deployment)) {
+}
+
+std::unique_ptr<LockStore>
+ClusterStore::another() const {
+  auto store = std::make_unique<ClusterStore>(m_deployment);
+  store->m_map = m_map;
+  store->m_map_stale = m_map_stale;
+  store->m_moved = m_moved;
+  store->m_required_replicas = m_required_replicas;
+  return store;
+}
+
+LockKeys
+ClusterStore::keys(std::string_view name) const {
+  return keys_for(KeySpace{m_deployment.prefix, true}, name);
+}
+
+std::string
+ClusterStore::key_of(std::string_view name) const {
+  return keys(name).lock;
+}
+
+int
+ClusterStore::slot_of(std::string_view name) const {
+  return redis::key_slot(key_of(name));
+}
+
+const redis::SlotMap&
+ClusterStore::map() {
+  if (!m_map || m_map_stale) {
+    read_map();
+  }
+  return *m_map;
+}
+
+void
+ClusterStore::read_map(const std::string& failed) {
+  std::vector<redis::HostPort> first;
+  if (m_map) {
+    first = nodes_of(*m_map);
+    // The node that just failed is asked last (as a seed, if it is one).
+    std::erase_if(first, [&](const redis::HostPort& node) {
+      return node.address() == failed;
+    });
+  }
+  m_map = redis::read_slot_map(*m_deployment.cluster,
+                               first,
+                               bounded_by(m_deployment.connect, m_deadline));
+  m_map_stale = false;
+}
+
+redis::HostPort
+ClusterStore::master_of(int slot) {
+  if (const auto moved = m_moved.find(slot); moved != m_moved.end()) {
+    return moved->second;
+  }
+  const auto* master = map().master_of(slot);
+  if (!master) {
+    // Read once more: a map read mid-failover may lack the new master.
+    read_map();
+    master = m_map->master_of(slot);
+  }
+  if (!master) {
+    throw redis::Failure(redis::FailureKind::not_master,
+                         "no master of the cluster serves slot "
+                             + std::to_string(slot) + " (slots "
+                             + redis::format_slot_spans(m_map->uncovered())
+                             + " are not served)");
+  }
+  return *master;
+}
+
+RedisStore&
+ClusterStore::store_on(const redis::HostPort& master) {
+  auto& store = m_stores[master.address()];
+  if (!store) {
+    Deployment node = m_deployment;
+    node.endpoint = m_deployment.cluster->node(master);
+    store = std::make_unique<RedisStore>(std::move(node));
+    store->set_deadline(m_deadline);
+  }
+  store->require_replicas(m_required_replicas);
+  return *store;
+}
+
+// MOVED, ASK and TRYAGAIN say the command did not run: asking again (where
+// they point) is safe for every step. A failure after the command may have
+// run is never retried here: the caller decides, as on one server.
+template <typename Step>
+auto
+ClusterStore::routed(std::string_view name, Step&& step) {
+  const int slot = slot_of(name);
+  std::optional<redis::HostPort> redirected;
+  bool asking = false;
+  for (int tries = 1;; ++tries) {
+    const auto node = redirected ? *redirected : master_of(slot);
+    auto& store = store_on(node);
+    m_last = node.address();
+    try {
+      if (asking) {
+        store.ask_next();
+      }
+      auto result = step(store, node, slot);
+      if (!m_required_replicas) {
+        m_required_replicas = store.required_replicas();
+      }
+      return result;
+    } catch (const redis::Failure& failure) {
+      const auto redirect = redis::parse_redirect(failure.server_error());
+      if (connection_failed(failure) && !redirected) {
+        m_map_stale = true;
+        m_moved.erase(slot);
+        throw redis::Failure(redis::FailureKind::not_master,
+                             "master " + node.address() + " of slot "
+                                 + std::to_string(slot)
+                                 + " does not answer (a failover under "
+                                   "way?): "
+                                 + failure.what());
+      }
+      if (tries >= k_max_tries
+          || (!redirect && failure.server_code() != "TRYAGAIN")) {
+        throw;
+      }
+      asking = redirect && redirect->kind == redis::Redirect::Kind::ask;
+      if (redirect) {
+        redirected = redirect->target(node);
+        if (!asking) {
+          m_moved.insert_or_assign(slot, *redirected);
+          m_map_stale = true;
+        }
+        log::info(failure.server_error() + ": following it to "
+                  + redirected->address());
+        continue;
+      }
+      if (m_deadline && boot_now() + k_tryagain_pause >= *m_deadline) {
+        throw;
+      }
+      redirected.reset();
+      std::this_thread::sleep_for(k_tryagain_pause);
+    }
+  }
+}
+
+AcquireAttempt
+ClusterStore::acquire(const LockRequest& request, Duration queue_ttl) {
+  return routed(request.name, [&](RedisStore& store, auto&&, int) {
+    return store.acquire(request, queue_ttl);
+  });
+}
+
+AcquireAttempt
+ClusterStore::peek(std::string_view name) {
+  return routed(
+      name, [&](RedisStore& store, auto&&, int) { return store.peek(name); });
+}
+
+std::int64_t
+ClusterStore::lease_remaining_ms(std::string_view name) {
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.lease_remaining_ms(name);
+  });
+}
+
+Renewal
+ClusterStore::renew(std::string_view name,
+                    const std::string& token,
+                    Duration ttl,
+                    RenewMode mode) {
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.renew(name, token, ttl, mode);
+  });
+}
+
+bool
+ClusterStore::release(std::string_view name, const std::string& token) {
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.release(name, token);
+  });
+}
+
+void
+ClusterStore::release_quietly(std::string_view name,
+                              const std::string& token) noexcept {
+  try {
+    // No map read here: the bound is a second, and a lock that was taken
+    // has one.
+    if (const auto* master =
+            m_map ? m_map->master_of(slot_of(name)) : nullptr) {
+      store_on(*master).release_quietly(name, token);
+    }
+  } catch (...) {
+    // The lease expires by itself.
+  }
+}
+
+std::optional<Duration>
+ClusterStore::check(std::string_view name, const std::string& token) {
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.check(name, token);
+  });
+}
+
+std::optional<BrokenLock>
+ClusterStore::force_release(std::string_view name) {
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.force_release(name);
+  });
+}
+
+void
+ClusterStore::leave_queue(std::string_view name, const std::string& token) {
+  routed(name, [&](RedisStore& store, auto&&, int) {
+    store.leave_queue(name, token);
+    return true;
+  });
+}
+
+Slot
+ClusterStore::current_slot(std::string_view name, Duration length) {
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.current_slot(name, length);
+  });
+}
+
+void
+ClusterStore::mark_slot_done(std::string_view name,
+                             std::int64_t number,
+                             Duration keep) {
+  routed(name, [&](RedisStore& store, auto&&, int) {
+    store.mark_slot_done(name, number, keep);
+    return true;
+  });
+}
+
+// One name at a time: each may live on another master.
+StatusSnapshot
+ClusterStore::read_locks(const std::vector<std::string>& names) {
+  StatusSnapshot snapshot;
+  for (const auto& name : names) {
+    auto one = routed(
+        name, [&](RedisStore& store, const redis::HostPort& node, int slot) {
+          auto read = store.read_locks({name});
+          take_stamp(read.locks.front(), node, slot);
+          return read;
+        });
+    if (snapshot.locks.empty()) {
+      snapshot.server_now_ms = one.server_now_ms;
+    }
+    snapshot.locks.push_back(std::move(one.locks.front()));
+  }
+  return snapshot;
+}
+
+// Every master lists its own keys; one that does not answer is named in
+// `unreachable`, unless none answers.
+StatusSnapshot
+ClusterStore::list_locks(std::string_view match) {
+  StatusSnapshot snapshot;
+  bool answered = false;
+  std::string reasons;
+  for (const auto& master : map().masters()) {
+    try {
+      auto part = store_on(master).list_locks(match);
+      if (!answered) {
+        snapshot.server_now_ms = part.server_now_ms;
+        answered = true;
+      }
+      for (auto& state : part.locks) {
+        take_stamp(state, master, slot_of(state.name));
+        snapshot.locks.push_back(std::move(state));
+      }
+    } catch (const redis::Failure& failure) {
+      m_map_stale = true;
+      snapshot.unreachable.push_back(master.address() + ": " + failure.what());
+      reasons += (reasons.empty() ? "" : "; ") + snapshot.unreachable.back();
+    }
+  }
+  if (!answered) {
+    throw redis::Failure(redis::FailureKind::refused,
+                         "no master of the cluster answered (" + reasons + ")");
+  }
+  // A key copied during a slot migration is on two masters for a moment.
+  std::sort(
+      snapshot.locks.begin(),
+      snapshot.locks.end(),
+      [](const LockState& a, const LockState& b) { return a.name < b.name; });
+  snapshot.locks.erase(std::unique(snapshot.locks.begin(),
+                                   snapshot.locks.end(),
+                                   [](const LockState& a, const LockState& b) {
+                                     return a.name == b.name;
+                                   }),
+                       snapshot.locks.end());
+  return snapshot;
+}
+
+// Each master that answers; a cluster none of whose masters answers fails.
+std::vector<ServerFacts>
+ClusterStore::examine() {
+  std::vector<ServerFacts> facts;
+  std::optional<redis::Failure> first_failure;
+  for (const auto& master : map().masters()) {
+    try {
+      auto each = store_on(master).examine();
+      facts.insert(facts.end(), each.begin(), each.end());
+    } catch (const redis::Failure& failure) {
+      if (!first_failure) {
+        first_failure = failure;
+      }
+    }
+  }
+  if (facts.empty() && first_failure) {
+    throw *first_failure;
+  }
+  return facts;
+}
+
+std::optional<DeploymentState>
+ClusterStore::deployment_state() {
+  read_map();
+  DeploymentState state;
+  for (const auto& master : m_map->masters()) {
+    ClusterShardState shard;
+    try {
+      shard = store_on(master).describe_cluster_node();
+    } catch (const redis::Failure& failure) {
+      shard.master = master.address();
+      shard.error = failure.what();
+    }
+    for (const auto& range : m_map->ranges) {
+      if (range.master == master) {
+        shard.slots += range.last - range.first + 1;
+        shard.slot_spans.push_back({range.first, range.last});
+      }
+    }
+    state.shards.push_back(std::move(shard));
+  }
+  state.uncovered_slots = m_map->uncovered();
+  return state;
+}
+
+std::unique_ptr<Wakeups>
+ClusterStore::watch(std::string_view name, const std::string& token) {
+  // PUBLISH reaches every node of a cluster, so a subscription on the
+  // master of now keeps hearing releases after the slot moves.
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.watch(name, token);
+  });
+}
+
+void
+ClusterStore::connect() {
+  map();
+}
+
+void
+ClusterStore::disconnect() {
+  for (auto& [address, store] : m_stores) {
+    store->disconnect();
+  }
+}
+
+void
+ClusterStore::set_deadline(std::optional<BootTime> deadline) {
+  m_deadline = deadline;
+  for (auto& [address, store] : m_stores) {
+    store->set_deadline(deadline);
+  }
+}
+
+int
+ClusterStore::idle_fd() const {
+  const auto found = m_stores.find(m_last);
+  return found == m_stores.end() ? -1 : found->second->idle_fd();
+}
+
+bool
+ClusterStore::idle_connection_broken() {
+  const auto found = m_stores.find(m_last);
+  return found != m_stores.end() && found->second->idle_connection_broken();
+}
+
+} // namespace rlock::lock

@@ -1,0 +1,92 @@
+#pragma once
+
+#include <rlock/lock/deployment.hpp>
+#include <rlock/lock/keys.hpp>
+#include <rlock/lock/redis_store.hpp>
+#include <rlock/redis/cluster.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace rlock::lock {
+
+// The store on a Redis Cluster: each step goes to the master that serves
+// the slot of the lock's keys, as the slot map (CLUSTER SLOTS) says, on a
+// RedisStore of that master's own. A MOVED reply is followed at once and
+// the map read again before the next step; an ASK is followed with ASKING;
+// TRYAGAIN (a slot half migrated) is tried again for up to a second. A
+// master of the map that does not answer is a failover under way
+// (not_master): the map is read again before the next step.
+class ClusterStore final : public LockStore {
+public:
+  explicit ClusterStore(Deployment deployment);
+
+  std::unique_ptr<LockStore> another() const override;
+  std::string key_of(std::string_view name) const override;
+  AcquireAttempt acquire(const LockRequest& request,
+                         Duration queue_ttl) override;
+  AcquireAttempt peek(std::string_view name) override;
+  std::int64_t lease_remaining_ms(std::string_view name) override;
+  Renewal renew(std::string_view name,
+                const std::string& token,
+                Duration ttl,
+                RenewMode mode) override;
+  bool release(std::string_view name, const std::string& token) override;
+  void release_quietly(std::string_view name,
+                       const std::string& token) noexcept override;
+  std::optional<Duration> check(std::string_view name,
+                                const std::string& token) override;
+  std::optional<BrokenLock> force_release(std::string_view name) override;
+  void leave_queue(std::string_view name, const std::string& token) override;
+  Slot current_slot(std::string_view name, Duration length) override;
+  void mark_slot_done(std::string_view name,
+                      std::int64_t number,
+                      Duration keep) override;
+  StatusSnapshot read_locks(const std::vector<std::string>& names) override;
+  StatusSnapshot list_locks(std::string_view match) override;
+  std::vector<ServerFacts> examine() override;
+  std::optional<DeploymentState> deployment_state() override;
+  std::unique_ptr<Wakeups> watch(std::string_view name,
+                                 const std::string& token) override;
+  void connect() override;
+  void disconnect() override;
+  void set_deadline(std::optional<BootTime> deadline) override;
+  int idle_fd() const override;
+  bool idle_connection_broken() override;
+
+private:
+  LockKeys keys(std::string_view name) const;
+  int slot_of(std::string_view name) const;
+  // Returns the slot map, read first when there is none or it is stale.
+  const redis::SlotMap& map();
+  // Reads the slot map again, asking the nodes of the old map first and
+  // `failed` (a node that just did not answer) last.
+  void read_map(const std::string& failed = {});
+  // Returns the master that serves `slot` (where a MOVED sent it, else as
+  // the map says); throws Failure (not_master) when none does.
+  redis::HostPort master_of(int slot);
+  // Returns the store on `master`, made at first use.
+  RedisStore& store_on(const redis::HostPort& master);
+
+  // Runs `step` on the store of the master that serves lock `name`,
+  // following redirections.
+  template <typename Step>
+  auto routed(std::string_view name, Step&& step);
+
+  Deployment m_deployment;
+  std::optional<redis::SlotMap> m_map;
+  bool m_map_stale = false;
+  // Where a MOVED last sent each slot: newer than any map read since, as a
+  // node that is asked may not have heard of the move yet.
+  std::map<int, redis::HostPort> m_moved;
+  std::map<std::string, std::unique_ptr<RedisStore>> m_stores; // by address
+  std::string m_last; // the address of the last step's master, for idle_fd
+  std::optional<BootTime> m_deadline;
+  // As in RedisStore, fixed at the first acquire on whichever master, and
+  // held to on every master the lock moves to.
+  std::optional<int> m_required_replicas;
+};
+
+} // namespace rlock::lock
