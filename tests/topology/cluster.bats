@@ -9,16 +9,16 @@
 # $EPOCHREALTIME to a file of its own every 20 ms while it runs (a
 # heartbeat), and the intervals [first beat, last beat] of different runs
 # must not intersect; the contention test uses a mkdir critical section.
-# Where a lock lives is read from the servers with redis-cli (CLUSTER
-# KEYSLOT, CLUSTER NODES, EXISTS), never from rlock.
+# Where a lock lives, and whether renewals reach it, is read from the
+# servers with redis-cli (CLUSTER KEYSLOT, CLUSTER NODES, EXISTS, PTTL).
 #
 # Topologies:
 #   shared  3 masters with a replica each, started in setup_file and used in
 #           file order: the tests that change nothing, then two reshardings
-#           of one slot, then two failovers (kill -9 of a master; each
+#           (one slot each), then two failovers (kill -9 of a master; each
 #           leaves its promoted replica a master without replicas).
 #   lone    3 masters without replicas, started by the test that kills one
-#           of them, and stopped by the test after it.
+#           of them and stopped by the test after it (or teardown_file).
 
 # Child scripts are single-quoted on purpose (SC2016); `run` sets output,
 # lines and stderr (SC2154); tests that point RLOCK_URL elsewhere or unset
