@@ -29,6 +29,21 @@ TEST_CASE("parse_url reads TCP URLs", "[url]") {
   CHECK(endpoint.value().user == "ci");
 }
 
+TEST_CASE("schemes are case-insensitive, hosts and passwords are not",
+          "[url]") {
+  const auto endpoint = parse_url("REDISS://Ci:PW@Redis.Example:6380");
+  REQUIRE(endpoint);
+  CHECK(endpoint.value().tls);
+  CHECK(endpoint.value().host == "Redis.Example");
+  CHECK(endpoint.value().password == "PW");
+  const auto cluster =
+      rlock::redis::parse_deployment_url("Redis+Cluster://a:7000,b:7001");
+  REQUIRE(cluster);
+  CHECK(cluster.value().kind == rlock::redis::TopologyKind::cluster);
+  CHECK(cluster.value().nodes.size() == 2);
+  CHECK_FALSE(parse_url("REDIS:/host"));
+}
+
 TEST_CASE("parse_url reads users, passwords and percent-encoding", "[url]") {
   auto endpoint = parse_url("redis://ci:s%40cret%3A1@redis.example:6380/0");
   REQUIRE(endpoint);
@@ -247,7 +262,6 @@ TEST_CASE("parse_deployment_url rejects malformed URLs with the reason",
       {"rediss://u:p@h:6379#x", "fragment"},
       {"rediss://u:p@n1:7000,n2:7001/0", "a list of hosts needs"},
       {"sentinel://s1:26379", "scheme must be"},
-      {"Redis+Sentinel://s1/m", "scheme must be"},
       {"", "scheme must be"},
       {"redis://host:0", "port"},
       {"redis://", "missing host"},

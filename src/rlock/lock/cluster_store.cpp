@@ -134,6 +134,30 @@ ClusterStore::store_on(const redis::HostPort& master) {
   return *store;
 }
 
+ClusterStore::Retry
+ClusterStore::retry_after(const redis::Failure& failure,
+                          const redis::HostPort& node,
+                          int slot,
+                          bool asked) {
+  const auto redirect = redis::parse_redirect(failure.server_error());
+  // An ASK followed with ASKING that did not take (the target lacked the
+  // script and EVAL went without ASKING): wait for the migration to end.
+  if (failure.server_code() == "TRYAGAIN" || (redirect && asked)) {
+    return {Retry::Kind::pause, {}};
+  }
+  if (!redirect) {
+    return {Retry::Kind::none, {}};
+  }
+  const auto target = redirect->target(node);
+  log::info(failure.server_error() + ": following it to " + target.address());
+  if (redirect->kind == redis::Redirect::Kind::ask) {
+    return {Retry::Kind::ask, target};
+  }
+  m_moved.insert_or_assign(slot, target);
+  m_map_stale = true;
+  return {Retry::Kind::moved, target};
+}
+
 // MOVED, ASK and TRYAGAIN say the command did not run: asking again (where
 // they point) is safe for every step. A failure after the command may have
 // run is never retried here: the caller decides, as on one server.
@@ -141,14 +165,15 @@ template <typename Step>
 auto
 ClusterStore::routed(std::string_view name, Step&& step) {
   const int slot = slot_of(name);
-  std::optional<redis::HostPort> redirected;
-  bool asking = false;
+  Retry retry{Retry::Kind::none, {}};
   for (int tries = 1;; ++tries) {
-    const auto node = redirected ? *redirected : master_of(slot);
+    const bool redirected =
+        retry.kind == Retry::Kind::moved || retry.kind == Retry::Kind::ask;
+    const auto node = redirected ? retry.target : master_of(slot);
     auto& store = store_on(node);
     m_last = node.address();
     try {
-      if (asking) {
+      if (retry.kind == Retry::Kind::ask) {
         store.ask_next();
       }
       auto result = step(store, node, slot);
@@ -157,7 +182,6 @@ ClusterStore::routed(std::string_view name, Step&& step) {
       }
       return result;
     } catch (const redis::Failure& failure) {
-      const auto redirect = redis::parse_redirect(failure.server_error());
       if (connection_failed(failure) && !redirected) {
         m_map_stale = true;
         m_moved.erase(slot);
@@ -168,26 +192,16 @@ ClusterStore::routed(std::string_view name, Step&& step) {
                                    "way?): "
                                  + failure.what());
       }
-      if (tries >= k_max_tries
-          || (!redirect && failure.server_code() != "TRYAGAIN")) {
+      retry = retry_after(failure, node, slot, retry.kind == Retry::Kind::ask);
+      const bool past_deadline =
+          m_deadline && boot_now() + k_tryagain_pause >= *m_deadline;
+      if (retry.kind == Retry::Kind::none || tries >= k_max_tries
+          || (retry.kind == Retry::Kind::pause && past_deadline)) {
         throw;
       }
-      asking = redirect && redirect->kind == redis::Redirect::Kind::ask;
-      if (redirect) {
-        redirected = redirect->target(node);
-        if (!asking) {
-          m_moved.insert_or_assign(slot, *redirected);
-          m_map_stale = true;
-        }
-        log::info(failure.server_error() + ": following it to "
-                  + redirected->address());
-        continue;
+      if (retry.kind == Retry::Kind::pause) {
+        std::this_thread::sleep_for(k_tryagain_pause);
       }
-      if (m_deadline && boot_now() + k_tryagain_pause >= *m_deadline) {
-        throw;
-      }
-      redirected.reset();
-      std::this_thread::sleep_for(k_tryagain_pause);
     }
   }
 }

@@ -1,4 +1,5 @@
 #include <rlock/lock/cluster_store.hpp>
+#include <rlock/lock/discovering_store.hpp>
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
@@ -40,6 +41,9 @@ std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
   if (deployment.cluster) {
     return std::make_unique<ClusterStore>(deployment);
+  }
+  if (!deployment.sentinel && !deployment.endpoint.is_unix()) {
+    return std::make_unique<DiscoveringStore>(deployment);
   }
   return std::make_unique<RedisStore>(deployment);
 }
@@ -165,11 +169,10 @@ auto
 RedisStore::on_connection(Step&& step) {
   try {
     auto& c = connection();
-    if (m_asking) {
-      m_asking = false;
-      redis::throw_if_error(c.command({"ASKING"}), "ASKING on " + c.address());
-    }
-    return step(c);
+    c.set_asking(std::exchange(m_asking, false));
+    auto result = step(c);
+    c.set_asking(false);
+    return result;
   } catch (const redis::Failure& failure) {
     m_connection.reset();
     // The master Sentinel named has been demoted since: a failover.
@@ -178,6 +181,16 @@ RedisStore::on_connection(Step&& step) {
           redis::FailureKind::not_master,
           std::string(failure.what())
               + " (demoted by Sentinel: a failover under way)");
+    }
+    if (redis::is_unknown_command(failure.server_error())) {
+      throw redis::Failure(redis::FailureKind::server_error,
+                           m_deployment.endpoint.address()
+                               + " does not know rlock's commands (a Redis "
+                                 "Sentinel? name it in a redis+sentinel:// "
+                                 "URL): "
+                               + failure.what(),
+                           failure.server_code(),
+                           failure.server_error());
     }
     throw;
   } catch (...) {
@@ -440,6 +453,19 @@ ClusterShardState
 RedisStore::describe_cluster_node() {
   return on_connection(
       [](redis::Connection& c) { return lock::describe_cluster_node(c); });
+}
+
+bool
+RedisStore::is_cluster_node() {
+  return on_connection([](redis::Connection& c) {
+    const auto reply = c.command({"INFO", "cluster"});
+    if (!reply.is_string()) {
+      return false;
+    }
+    const auto fields = parse_info(reply.text);
+    const auto enabled = fields.find("cluster_enabled");
+    return enabled != fields.end() && enabled->second == "1";
+  });
 }
 
 } // namespace rlock::lock

@@ -64,6 +64,9 @@ public:
   // Returns what this Cluster master says of its replicas and the cluster.
   ClusterShardState describe_cluster_node();
 
+  // True when the server runs in cluster mode (INFO cluster).
+  bool is_cluster_node();
+
 private:
   // Returns the connection for the next step, connected and bounded by the
   // deadline. A failure drops it, so that the next step connects again.

@@ -11,7 +11,15 @@ SlotMap
 slot_map_of(Connection& connection, const HostPort& node) {
   const auto reply = connection.command({"CLUSTER", "SLOTS"});
   if (reply.is_error()) {
-    throw_server_error("CLUSTER SLOTS on " + node.address(), reply.text);
+    const bool no_cluster =
+        is_unknown_command(reply.text)
+        || reply.text.find("cluster support disabled") != std::string::npos;
+    throw_server_error(no_cluster ? node.address()
+                                        + " is not a Redis Cluster node "
+                                          "(name one server in a redis:// "
+                                          "URL)"
+                                  : "CLUSTER SLOTS on " + node.address(),
+                       reply.text);
   }
   auto map = parse_cluster_slots(reply, node);
   if (!map) {

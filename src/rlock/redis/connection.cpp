@@ -87,8 +87,22 @@ Connection::log_in() {
 
 Reply
 Connection::command(const std::vector<std::string>& args) {
+  if (m_asking) {
+    append({"ASKING"});
+  }
   append(args);
+  if (m_asking) {
+    auto asking = read_reply();
+    auto reply = read_reply();
+    throw_if_error(asking, "ASKING on " + address());
+    return reply;
+  }
   return read_reply();
+}
+
+void
+Connection::set_asking(bool asking) {
+  m_asking = asking;
 }
 
 void

@@ -37,6 +37,12 @@ public:
   // connection is unusable after that.
   Reply command(const std::vector<std::string>& args);
 
+  // While on, command() sends ASKING before each command, in the same
+  // round trip: a Cluster slot being imported by this node answers a
+  // client only for the command right after an ASKING, and a step may send
+  // several (INFO, EVALSHA, then EVAL, WAIT).
+  void set_asking(bool asking);
+
   // Queues a command for a pipeline; read the replies with read_reply().
   void append(const std::vector<std::string>& args);
 
@@ -87,6 +93,7 @@ private:
   Endpoint m_endpoint;
   Duration m_io_timeout{};
   int m_aside_pending = 0; // replies to set aside before the next one
+  bool m_asking = false;
   std::optional<Reply> m_aside;
   std::optional<BootTime> m_server_started;
 };

@@ -50,6 +50,11 @@ failover_under_way(const Failure& failure) {
   }
 }
 
+bool
+is_unknown_command(std::string_view error) {
+  return error.starts_with("ERR unknown command");
+}
+
 void
 throw_server_error(const std::string& what, const std::string& error) {
   throw Failure(FailureKind::server_error,

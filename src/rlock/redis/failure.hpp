@@ -80,6 +80,10 @@ bool may_pass(const Failure& failure);
 // reported at once.
 bool failover_under_way(const Failure& failure);
 
+// True for the error reply of a server that does not know the command: a
+// sentinel asked for a lock, a Redis server asked as a sentinel.
+bool is_unknown_command(std::string_view error);
+
 // Throws Failure(server_error) for the error reply `error` to `what`.
 [[noreturn]] void throw_server_error(const std::string& what,
                                      const std::string& error);

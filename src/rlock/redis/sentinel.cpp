@@ -41,7 +41,11 @@ ask(const Endpoint& sentinel,
         return answer;
       }
       answer.answered = true;
-      answer.why = printable(reply.text);
+      answer.why = is_unknown_command(reply.text)
+                       ? "is not a sentinel (a Redis server? name it in a "
+                         "redis:// URL): "
+                             + printable(reply.text)
+                       : printable(reply.text);
       return answer;
     }
     answer.answered = true;

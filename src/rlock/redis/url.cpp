@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 
 namespace rlock::redis {
@@ -476,6 +477,19 @@ redact(std::string_view url, bool whole) {
   return result + redact_query(rest);
 }
 
+// Returns `text` with its scheme in lower case: schemes are case-insensitive
+// (RFC 3986), "REDIS://host" is "redis://host".
+std::string
+with_lowercase_scheme(std::string_view text) {
+  std::string url(text);
+  const auto end = url.find("://");
+  for (std::size_t i = 0; end != std::string::npos && i < end; ++i) {
+    url[i] =
+        static_cast<char>(std::tolower(static_cast<unsigned char>(url[i])));
+  }
+  return url;
+}
+
 } // namespace
 
 std::string
@@ -541,7 +555,8 @@ redact_url(std::string_view url) {
 }
 
 Expected<Endpoint>
-parse_url(std::string_view url) {
+parse_url(std::string_view text) {
+  const std::string url = with_lowercase_scheme(text);
   Endpoint endpoint;
   std::optional<std::string> error;
   if (url.starts_with(k_tcp_scheme)) {
@@ -562,7 +577,8 @@ parse_url(std::string_view url) {
 }
 
 Expected<DeploymentUrl>
-parse_deployment_url(std::string_view url) {
+parse_deployment_url(std::string_view text) {
+  const std::string url = with_lowercase_scheme(text);
   const auto* scheme = find_list_scheme(url);
   if (!scheme) {
     if (auto error = check_single_url(url)) {
