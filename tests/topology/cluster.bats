@@ -186,6 +186,24 @@ json_string() {
   python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"
 }
 
+# hold_on_every_master PREFIX: in the background, a lock under PREFIX on
+# each master, held for 30 s; sets HELD_NAMES and HELD_OWNERS (the ports of
+# their masters) once each lock is on its master.
+hold_on_every_master() {
+  local port name i
+  HELD_NAMES=() HELD_OWNERS=()
+  for port in $CLUSTER_MASTER_PORTS; do
+    name=$(name_on "$port" listed)
+    HELD_NAMES+=("$name")
+    HELD_OWNERS+=("$port")
+    bg "$RLOCK" --prefix "$1" -t 20s "$name" sleep 30
+  done
+  ((${#HELD_NAMES[@]} == 3))
+  for ((i = 0; i < 3; i++)); do
+    wait_until 10 held_on "$(lock_key "${HELD_NAMES[i]}" "$1")" "${HELD_OWNERS[i]}"
+  done
+}
+
 # --- heartbeats and overlaps -------------------------------------------------
 
 # hold_script FILE SECONDS: a bash script that writes its PID to FILE.pid
@@ -301,6 +319,42 @@ increasing() {
   [[ -z ${keys[$(lock_key lead)]:-} ]]
 }
 
+# The key a managed service's configuration endpoint (one redis:// URL) and
+# the cluster URL give must be the same, or the two would not exclude each
+# other.
+@test "a plain redis:// URL to any master takes the same lock as the cluster URL, braces or not; status through it lists every master" {
+  local name key owner port other n=0 done_file
+  for name in plainurl '}lead'; do
+    n=$((n + 1))
+    done_file=$BATS_TEST_TMPDIR/done.$n
+    bg "$RLOCK" --url "$RLOCK_CLUSTER_URL" -t 10s "$name" sh -c '
+      printf "%s\n" "$RLOCK_KEY" >"$1.tmp" && mv "$1.tmp" "$1"
+      i=0
+      while [ ! -e "$2" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' \
+      _ "$BATS_TEST_TMPDIR/key.$n" "$done_file"
+    wait_until 10 file_has "$BATS_TEST_TMPDIR/key.$n"
+    key=$(<"$BATS_TEST_TMPDIR/key.$n")
+    owner=$(cluster_node_for_key "$CLUSTER_DIR" "$key")
+    for port in $CLUSTER_MASTER_PORTS; do
+      run -75 rl --url "redis://127.0.0.1:$port" -n "$name" touch ran
+    done
+    [[ ! -e ran ]]
+    touch "$done_file"
+    reaped 0 "$BG_PID" 10
+    # The other way round: taken through a node that is not its master.
+    other=$(other_master "$owner")
+    run -0 rl --url "redis://127.0.0.1:$other" "$name" sh -c \
+      'echo "$RLOCK_KEY"; redis-cli -h 127.0.0.1 -p "$1" exists "$RLOCK_KEY"' _ "$owner"
+    [[ $output == "$key"$'\n'1 ]]
+  done
+  hold_on_every_master plain:
+  run -0 rl status --url "redis://127.0.0.1:${CLUSTER_MASTER_PORTS%% *}" --prefix plain: --json
+  echo "$output" >status.json
+  run -0 status_rows status.json
+  echo "$output"
+  [[ $(cut -d' ' -f1 <<<"$output" | sort) == "$(printf '%s\n' "${HELD_NAMES[@]}" | sort)" ]]
+}
+
 @test "acquire, check, extend, wait and release through the cluster URL" {
   local url=$RLOCK_CLUSTER_URL name key owner seed waiter
   unset RLOCK_URL
@@ -360,24 +414,6 @@ increasing() {
   run -0 rl --prefix app: pfx sh -c \
     'echo "$RLOCK_KEY"; redis-cli -h 127.0.0.1 -p "$1" exists "$RLOCK_KEY"' _ "$owner"
   [[ $output == $'app:{pfx}\n1' ]]
-}
-
-# hold_on_every_master PREFIX: in the background, a lock under PREFIX on
-# each master, held for 30 s; sets HELD_NAMES and HELD_OWNERS (the ports of
-# their masters) once each lock is on its master.
-hold_on_every_master() {
-  local port name i
-  HELD_NAMES=() HELD_OWNERS=()
-  for port in $CLUSTER_MASTER_PORTS; do
-    name=$(name_on "$port" listed)
-    HELD_NAMES+=("$name")
-    HELD_OWNERS+=("$port")
-    bg "$RLOCK" --prefix "$1" -t 20s "$name" sleep 30
-  done
-  ((${#HELD_NAMES[@]} == 3))
-  for ((i = 0; i < 3; i++)); do
-    wait_until 10 held_on "$(lock_key "${HELD_NAMES[i]}" "$1")" "${HELD_OWNERS[i]}"
-  done
 }
 
 @test "status --json lists the locks held on every master, each with its master as node and its slot; --match and names select across masters" {
