@@ -77,6 +77,7 @@ setup() {
 teardown() {
   local slot to
   common_teardown
+  [[ ! -d $BATS_TEST_TMPDIR/r ]] || redis_stop "$BATS_TEST_TMPDIR/r"
   [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
   # A test that failed with a slot half migrated: finish the move, so that
   # the tests after it find a stable cluster.
@@ -353,6 +354,27 @@ increasing() {
   run -0 status_rows status.json
   echo "$output"
   [[ $(cut -d' ' -f1 <<<"$output" | sort) == "$(printf '%s\n' "${HELD_NAMES[@]}" | sort)" ]]
+}
+
+@test "cluster URLs: /0 is accepted, another DB is 64; seeds that do not answer and a node without cluster mode are 69, each named" {
+  local seed=${CLUSTER_MASTER_PORTS%% *} p1 p2
+  run -0 rl --url "redis+cluster://127.0.0.1:$seed/0" db0 true
+  run -64 --separate-stderr rl --url "redis+cluster://127.0.0.1:$seed/1" db1 touch ran
+  echo "$stderr"
+  ((${#stderr_lines[@]} == 1))
+  [[ $stderr == *--url* ]]
+  run -64 rl status --url "redis+cluster://127.0.0.1:$seed/1"
+  p1=$(closed_port)
+  p2=$(closed_port)
+  run -69 --separate-stderr rl --url "redis+cluster://127.0.0.1:$p1,127.0.0.1:$p2" -w 1s nobody touch ran
+  echo "$stderr"
+  [[ $stderr == *"127.0.0.1:$p1"*"127.0.0.1:$p2"* ]]
+  own_redis
+  run -69 --separate-stderr rl --url "redis+cluster://127.0.0.1:$REDIS_PORT" -w 1s standalone touch ran
+  echo "$stderr"
+  [[ $stderr == *"127.0.0.1:$REDIS_PORT"* ]]
+  redis_stop "$BATS_TEST_TMPDIR/r"
+  [[ ! -e ran ]]
 }
 
 @test "acquire, check, extend, wait and release through the cluster URL" {
