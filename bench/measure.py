@@ -7,6 +7,7 @@ Reads the servers from the environment that bench/run sets:
   BENCH_RLOCK_PORT, BENCH_REDISPY_PORT, BENCH_ETCD_PORT  a port, or empty
   BENCH_RLOCK_WHY, BENCH_REDISPY_WHY, BENCH_ETCD_WHY     why not, when empty
   BENCH_SENTINEL_URL, BENCH_SENTINEL_WHY   the redis+sentinel:// URL, or why not
+  BENCH_CLUSTER_URL, BENCH_CLUSTER_WHY     the redis+cluster:// URL, or why not
 Prints the markdown table on stdout and writes it, with the machine facts, to
 FILE. Every loop and wait is bounded; every process it starts leads its own
 process group and is killed (by that group's id) before it returns. How each
@@ -36,10 +37,16 @@ CRITICAL = os.path.join(HERE, "critical.sh")
 WORKER = os.path.join(HERE, "worker.sh")
 REDIS_PY_LOCK = os.path.join(HERE, "redis_py_lock.py")
 
-# The table's columns. rlock-sentinel is rlock against a Sentinel topology;
-# it is measured in P1 and P2 only (Tool.metrics).
-TOOLS = ("rlock", "rlock-sentinel", "flock", "etcd", "redis-py")
-SENTINEL_METRICS = ("p1", "p2")
+# The table's columns. rlock-sentinel and rlock-cluster are rlock against a
+# Sentinel topology and a Redis Cluster; they are measured in P1 and P2 only
+# (Tool.metrics).
+TOOLS = ("rlock", "rlock-sentinel", "rlock-cluster", "flock", "etcd", "redis-py")
+TOPOLOGY_METRICS = ("p1", "p2")
+# What each topology column's ratios are to, in this order.
+RATIO_BASES = {
+    "rlock-sentinel": ("rlock", "flock"),
+    "rlock-cluster": ("rlock", "rlock-sentinel", "flock"),
+}
 
 P1_RUNS = 50
 P1_WARMUP = 3
@@ -289,15 +296,9 @@ def make_tools(args):
         rlock.prefix = [args.rlock, "--url", rlock.url]
     tools["rlock"] = rlock
 
-    url = env.get("BENCH_SENTINEL_URL")
-    sentinel = Tool("rlock-sentinel", bool(url), env.get("BENCH_SENTINEL_WHY", ""),
-                    metrics=SENTINEL_METRICS)
-    if url:
-        # The topology is seconds old: with the restart grace every acquire
-        # would wait until it is 30 s old, which is not what is measured
-        # (bench/README.md).
-        sentinel.prefix = [args.rlock, "--url", url, "--restart-grace", "0"]
-    tools["rlock-sentinel"] = sentinel
+    for key, var in (("rlock-sentinel", "SENTINEL"), ("rlock-cluster", "CLUSTER")):
+        tools[key] = topology_tool(args, key, env.get(f"BENCH_{var}_URL"),
+                                   env.get(f"BENCH_{var}_WHY", ""))
 
     flock_bin = shutil.which("flock")
     flock = Tool("flock", bool(flock_bin), "flock not installed")
@@ -325,6 +326,15 @@ def make_tools(args):
     return tools
 
 
+def topology_tool(args, key, url, why):
+    """rlock on a replicated topology at `url` (empty: not started, `why`)."""
+    tool = Tool(key, bool(url), why, metrics=TOPOLOGY_METRICS)
+    if url:
+        # The topology is seconds old: with the restart grace every acquire
+        # would wait until it is 30 s old, which is not what is measured
+        # (bench/README.md).
+        tool.prefix = [args.rlock, "--url", url, "--restart-grace", "0"]
+    return tool
 
 
 # ------------------------------------------------------------ statistics
@@ -849,11 +859,11 @@ class Report:
         return None if a is None or b is None else a < b
 
     def ratios(self, tool, value, metric, index=None, what=""):
-        """The ratio of `value` to flock's as " (2.10x)"; for the Sentinel
-        column to the single-server rlock's too, " (1.40x rlock, 2.10x
-        flock)". `what` names the value ("p50") when the cell has several."""
-        if tool == "rlock-sentinel":
-            bases = [("rlock", " rlock"), ("flock", " flock")]
+        """The ratio of `value` to flock's as " (2.10x)"; for a topology
+        column to RATIO_BASES's, " (1.40x rlock, 2.10x flock)". `what` names
+        the value ("p50") when the cell has several."""
+        if tool in RATIO_BASES:
+            bases = [(base, f" {base}") for base in RATIO_BASES[tool]]
         else:
             bases = [("flock", "")]
         parts = []
@@ -882,7 +892,7 @@ class Report:
         def p2fmt_for(tool, metric):
             def fmt(v):
                 text = f"{ms(v[0])} / {ms(v[1])}"
-                if tool == "rlock-sentinel":
+                if tool in RATIO_BASES:
                     text += self.ratios(tool, v[0], metric, 0, "p50")
                 return text
             return fmt
@@ -941,9 +951,10 @@ class Report:
                        self.verdict("P5", [("<= 1 command per waiter", self.le(r5, 1.0))])])
 
         def rlock_only(metric, rlock_cell):
-            """rlock's cell, the Sentinel column's "not measured", n/a else."""
-            return ([rlock_cell, self.cell(metric, "rlock-sentinel", str)]
-                    + ["n/a"] * (len(TOOLS) - 2))
+            """rlock's cell, the topology columns' "not measured", n/a else."""
+            return [rlock_cell if t == "rlock"
+                    else self.cell(metric, t, str) if t in RATIO_BASES
+                    else "n/a" for t in TOOLS]
 
         s = self.r.get("p6status", {}).get("rlock")
         rows.append([f"P6 `rlock status`, {P6_LOCKS:,} held locks: time; peak RSS"]
@@ -1047,10 +1058,14 @@ def write_results(args, bench, report, table, started, elapsed, load_start):
         "runs; in parentheses, the requests clients sent (MONITOR). etcd's P5 "
         "cell counts gRPC messages it received. rlock-sentinel is the same "
         "rlock with a `redis+sentinel://` URL, against a master, 2 replicas "
-        "and 3 sentinels on this machine (each acquire waits until one "
-        "replica confirms it, WAIT 1, the default), measured in P1 and P2 "
-        "only and with no target of its own; its ratios are to the "
-        "single-server rlock and to flock.",
+        "and 3 sentinels on this machine; rlock-cluster with a "
+        "`redis+cluster://` URL naming all 6 nodes, against a Redis Cluster "
+        "of 3 masters with 1 replica each. On both each acquire waits until "
+        "one replica confirms it (WAIT 1, the default). Both are measured in "
+        "P1 and P2 only and have no target of their own; rlock-sentinel's "
+        "ratios are to the single-server rlock and to flock, "
+        "rlock-cluster's to the single-server rlock, to rlock-sentinel and "
+        "to flock.",
         "",
     ]
     if report.missed:

@@ -176,8 +176,8 @@ _rlock_subcommand()
     _rlock_value "$prev"
   elif [[ $cur == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$(_rlock_subcommand_options "$1")" -- "$cur")
-  elif [[ $1 == status ]] || { [[ $1 != doctor ]] && ((names == 0)); }; then
-    # status takes several NAMEs, doctor none, the others one.
+  elif [[ $1 == status ]] || ((names == 0)); then
+    # status takes several NAMEs, the others (doctor too) one.
     _rlock_names
   fi
   return 0

@@ -108,10 +108,9 @@ end
 function __rlock_at
     set -l state (string split ' ' -- (__rlock_state))
     test "$state[1]" = "$argv[1]"; or return 1
-    # "SUBCOMMAND need-name": a step takes one NAME, status several, doctor
-    # none.
+    # "SUBCOMMAND need-name": status takes several NAMEs, the others (doctor
+    # too) one.
     if test "$argv[2]" = need-name
-        test "$state[1]" = doctor; and return 1
         test "$state[1]" = status; or test "$state[2]" -eq 0
     end
 end

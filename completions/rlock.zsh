@@ -129,6 +129,7 @@ _rlock_subcommand() {
       opts=(
         '(-t --ttl)'{-t+,--ttl=}'[judge the round trip against a D lease (30s)]:duration:_rlock_durations'
         '--json[print a JSON object]'
+        '1: :_rlock_names'
       ) ;;
     (status)
       opts=(

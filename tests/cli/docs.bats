@@ -524,9 +524,10 @@ names_cases() {
   offers "$@" 'rlock status --match x -i 5s b' -- backup
   # A step takes one NAME; after it, at most options.
   offers_none "$@" 'rlock release backup ' -- "${all[@]}"
-  # doctor takes no NAME.
-  offers_none "$@" 'rlock doctor ' -- "${all[@]}"
-  offers_none "$@" 'rlock doctor --json ' -- "${all[@]}"
+  # doctor takes one NAME, like a step.
+  offers "$@" 'rlock doctor ' -- "${all[@]}"
+  offers "$@" 'rlock doctor --json b' -- backup
+  offers_none "$@" 'rlock doctor backup ' -- "${all[@]}"
   offers "$@" 'rlock backup ls nope' --
   # --prefix and --url as typed.
   offers "$@" 'rlock --prefix other: status ' -- elsewhere

@@ -286,6 +286,19 @@ link_up() {
   has "$(line_of latency)" "1.205s margin of a 120s TTL"
 }
 
+@test "doctor NAME: one more line, the lock's key and server" {
+  safe_config
+  run -0 --separate-stderr rl doctor 'deploy me'
+  [ "${#lines[@]}" -eq $((${#CHECKS[@]} + 1)) ]
+  [ "${lines[-1]}" = "ok      name         lock 'deploy me' is key '$(lock_key 'deploy me')' on 127.0.0.1:$REDIS_PORT" ]
+  local f=$BATS_TEST_TMPDIR/doctor.json
+  run -0 --separate-stderr rl doctor --json deploy
+  printf '%s' "$output" >"$f"
+  [ "$(json_get "$f" '["checks","name","values","key"]')" = "\"$(lock_key deploy)\"" ]
+  [ "$(json_get "$f" '["checks","name","values","slot"]')" = null ]
+  run -64 --separate-stderr rl doctor ''
+}
+
 # --- --json -----------------------------------------------------------------
 
 @test "doctor --json: server, worst status and one entry per check" {
@@ -395,7 +408,7 @@ link_up() {
 
 @test "doctor usage errors: 64, one line on stderr, nothing on stdout" {
   local args
-  for args in '--bogus' 'extra' '--ttl 50ms' '--ttl abc' '--ttl' '--wide'; do
+  for args in '--bogus' 'one two' '--ttl 50ms' '--ttl abc' '--ttl' '--wide'; do
     # shellcheck disable=SC2086 # split on purpose
     run -64 --separate-stderr rl doctor $args
     echo "doctor $args: $stderr"

@@ -62,6 +62,19 @@ hold() {
   [ ! -e ran ]
 }
 
+@test "a redis+cluster:// URL at a server not in cluster mode gives 69 naming it" {
+  run -69 --separate-stderr rl --url "redis+cluster://127.0.0.1:$REDIS_PORT" name touch ran
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ $stderr == "rlock: 127.0.0.1:$REDIS_PORT is not a Redis Cluster node"*"cluster support disabled"* ]]
+  [ ! -e ran ]
+}
+
+@test "a URL's scheme may be in capitals" {
+  run -0 rl --url "REDIS://127.0.0.1:$REDIS_PORT" caps sh -c 'echo "$RLOCK_NAME"'
+  [ "$output" = caps ]
+}
+
 @test "\$REDIS_URL is used when \$RLOCK_URL is unset" {
   local url=$RLOCK_URL
   unset RLOCK_URL

@@ -371,6 +371,20 @@ TEST_CASE("status reads held and free locks, and lists by prefix") {
   CHECK(snapshot.locks[1].name == "b-second");
 }
 
+TEST_CASE("a listing skips a foreign key under the prefix; by name it fails") {
+  auto c = connect();
+  const std::string prefix = "foreign-" + random_token().substr(0, 6) + ":";
+  const lock::KeySpace space{prefix};
+  REQUIRE(
+      lock::try_acquire(c, lock::keys_for(space, "mine"), "t", 30s, k_holder)
+          .acquired);
+  c.command({"SET", lock::keys_for(space, "theirs").lock, "a string"});
+  const auto listed = lock::list_locks(c, space);
+  REQUIRE(listed.locks.size() == 1);
+  CHECK(listed.locks[0].name == "mine");
+  CHECK_THROWS_AS(lock::read_locks(c, space, {"theirs"}), Error);
+}
+
 TEST_CASE("an unreachable server is reported with its address") {
   auto endpoint = redis::parse_url("redis://127.0.0.1:1").value();
   try {

@@ -477,11 +477,16 @@ TEST_CASE("parse_command_line: doctor") {
   CHECK(options.json);
   CHECK(options.timing.ttl == 5s);
   CHECK(options.server.endpoint.port == 1);
+  CHECK_FALSE(options.name);
+  command = parse({"doctor", "deploy", "--json"});
+  REQUIRE(std::holds_alternative<DoctorOptions>(command));
+  CHECK(std::get<DoctorOptions>(command).name == "deploy");
+  CHECK_THROWS_AS(parse({"doctor", ""}), Error);
   CHECK(std::holds_alternative<InfoRequest>(parse({"doctor", "--help"})));
   // A lock named doctor needs --, as for any subcommand.
   CHECK(std::holds_alternative<RunOptions>(parse({"--", "doctor", "true"})));
   for (const auto& args :
-       std::vector<std::vector<std::string>>{{"doctor", "extra"},
+       std::vector<std::vector<std::string>>{{"doctor", "one", "two"},
                                              {"doctor", "--ttl", "50ms"},
                                              {"doctor", "--ttl", "0"},
                                              {"doctor", "--wide"},
@@ -489,4 +494,301 @@ TEST_CASE("parse_command_line: doctor") {
     INFO(args.back());
     CHECK_THROWS_AS(parse(args), Error);
   }
+}
+
+namespace {
+
+lock::ClusterShardState
+shard(const std::string& master, int first, int last) {
+  lock::ClusterShardState shard;
+  shard.master = master;
+  shard.slots = last - first + 1;
+  shard.slot_spans = {{first, last}};
+  shard.replicas = {{"10.0.1.1:6379", "online", 0}};
+  shard.cluster_info = {{"cluster_state", "ok"},
+                        {"cluster_slots_ok", "16384"},
+                        {"cluster_known_nodes", "6"}};
+  shard.node_timeout_ms = 5000;
+  return shard;
+}
+
+// Three masters with a replica each, all slots served, 5s node timeout.
+lock::DeploymentState
+cluster_topology() {
+  lock::DeploymentState state;
+  state.shards = {shard("10.0.0.1:6379", 0, 5460),
+                  shard("10.0.0.2:6379", 5461, 10922),
+                  shard("10.0.0.3:6379", 10923, 16383)};
+  return state;
+}
+
+std::vector<ServerFacts>
+cluster_facts() {
+  std::vector<ServerFacts> all;
+  for (const char* address :
+       {"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"}) {
+    auto facts = healthy();
+    facts.address = address;
+    all.push_back(facts);
+  }
+  return all;
+}
+
+} // namespace
+
+TEST_CASE("check_cluster") {
+  auto topology = cluster_topology();
+  auto result = check_cluster(topology);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "cluster_state ok on all 3 masters, all 16384 slots served, 6 "
+           "nodes known");
+  CHECK(result.values["each"].size() == 3);
+  // A master that sees slots failing, one that knows another node.
+  topology.shards[1].cluster_info["cluster_slots_ok"] = "10922";
+  topology.shards[2].cluster_info["cluster_known_nodes"] = "7";
+  result = check_cluster(topology);
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::Contains("10.0.0.2:6379 sees 10922 of 16384 slots ok"));
+  CHECK_THAT(result.message,
+             Catch::Contains("6 at 10.0.0.1:6379, 6 at 10.0.0.2:6379, 7 at "
+                             "10.0.0.3:6379"));
+  // cluster_state fail, slots no master serves, a master that did not answer.
+  topology = cluster_topology();
+  topology.shards[0].cluster_info["cluster_state"] = "fail";
+  result = check_cluster(topology);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("10.0.0.1:6379 says cluster_state fail"));
+  topology = cluster_topology();
+  topology.uncovered_slots = {{100, 199}};
+  result = check_cluster(topology);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("slots 100-199 are served by no master"));
+  CHECK(result.values["uncovered_slots"] == "100-199");
+  topology = cluster_topology();
+  topology.shards[2].error = "connection refused";
+  result = check_cluster(topology);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("10.0.0.3:6379 did not answer (connection "
+                               "refused)"));
+  // No master told its state.
+  topology = cluster_topology();
+  for (auto& each : topology.shards) {
+    each.cluster_info.clear();
+  }
+  result = check_cluster(topology);
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK_THAT(result.message, Catch::StartsWith("cluster_state unknown"));
+}
+
+TEST_CASE("check_cluster_replicas") {
+  auto topology = cluster_topology();
+  topology.shards[1].replicas[0].lag_s = 2;
+  auto result = check_cluster_replicas(topology);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("every master has a replica online (lag up to "
+                               "2s)"));
+  CHECK(result.values["worst_lag_s"] == 2);
+  // A master that did not answer: its replicas are unknown.
+  topology.shards[0].error = "timed out";
+  result = check_cluster_replicas(topology);
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK_THAT(result.message, Catch::Contains("10.0.0.1:6379"));
+  // No replica, or one that is still syncing.
+  topology.shards[1].replicas.clear();
+  topology.shards[2].replicas[0].state = "wait_bgsave";
+  result = check_cluster_replicas(topology);
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("no replica online for 10.0.0.2:6379 (5462 "
+                               "slots), 10.0.0.3:6379 (5461 slots): "));
+}
+
+TEST_CASE("check_cluster_failover: cluster-node-timeout against the TTL") {
+  auto topology = cluster_topology();
+  auto result = check_cluster_failover(topology, timing(30s));
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("a failover takes cluster-node-timeout (5s)"));
+  CHECK(result.values["node_timeout_ms"] == 5000);
+  // Redis's default, 15s, with a 15s TTL: the largest timeout counts.
+  topology.shards[1].node_timeout_ms = 15000;
+  result = check_cluster_failover(topology, timing(15s));
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::Contains("every failover would stop the command"));
+  CHECK_THAT(result.message, Catch::EndsWith("a lower cluster-node-timeout"));
+  CHECK(check_cluster_failover(topology, timing(16s)).status
+        == CheckStatus::warn);
+  CHECK(check_cluster_failover(topology, timing(17s)).status
+        == CheckStatus::warn);
+  CHECK(check_cluster_failover(topology, timing(18s)).status
+        == CheckStatus::ok);
+  // CONFIG GET refused (-1) on every master, as a managed service does.
+  for (auto& each : topology.shards) {
+    each.node_timeout_ms = -1;
+  }
+  result = check_cluster_failover(topology, timing());
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK_THAT(result.message, Catch::Contains("CONFIG GET refused"));
+  CHECK(result.values["node_timeout_ms"].is_null());
+  // Refused on one: the others' count.
+  topology.shards[2].node_timeout_ms = 30000;
+  CHECK(check_cluster_failover(topology, timing(30s)).status
+        == CheckStatus::fail);
+}
+
+TEST_CASE("check_name: a Cluster's slot and master") {
+  DeploymentFacts deployment{{}, cluster_topology()};
+  // CLUSTER KEYSLOT rlock:{deploy} is 15335 (the tag "deploy").
+  const NamedLock lock{"deploy", "rlock:{deploy}"};
+  auto result = check_name(lock, "10.0.0.1:6379", deployment);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "lock 'deploy' is key 'rlock:{deploy}' in slot 15335, served by "
+           "10.0.0.3:6379 (replica 10.0.1.1:6379 online lag 0s)");
+  CHECK(result.values["slot"] == 15335);
+  CHECK(result.values["master"] == "10.0.0.3:6379");
+  // Served by a master that says the cluster is down.
+  deployment.topology->shards[2].cluster_info["cluster_state"] = "fail";
+  result = check_name(lock, "10.0.0.1:6379", deployment);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::EndsWith("which says cluster_state fail: the lock cannot "
+                             "be taken now (CLUSTERDOWN)"));
+  // Served by a master that did not answer.
+  deployment.topology->shards[2].error = "connection refused";
+  result = check_name(lock, "10.0.0.1:6379", deployment);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::EndsWith("which did not answer (connection "
+                             "refused)"));
+  // Served by none.
+  deployment.topology->shards.pop_back();
+  deployment.topology->uncovered_slots = {{10923, 16383}};
+  result = check_name(lock, "10.0.0.1:6379", deployment);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message, Catch::Contains("which no master serves"));
+  CHECK(result.values["master"].is_null());
+}
+
+TEST_CASE("check_name: one server and Sentinel") {
+  const NamedLock lock{"deploy", "rlock:deploy"};
+  auto result = check_name(lock, "127.0.0.1:6379", {});
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "lock 'deploy' is key 'rlock:deploy' on 127.0.0.1:6379");
+  CHECK(result.values["slot"].is_null());
+  result = check_name(lock, "10.0.0.1:6379", {{}, sentinel_topology("1000")});
+  CHECK(result.message
+        == "lock 'deploy' is key 'rlock:deploy' on 10.0.0.1:6379, the master "
+           "the sentinels name 'mymaster'");
+}
+
+TEST_CASE("diagnose_all: one server, with NAME") {
+  const auto report = diagnose_all(
+      {healthy()}, timing(), {}, NamedLock{"deploy", "rlock:deploy"});
+  CHECK_FALSE(report.cluster);
+  REQUIRE(report.servers.size() == 1);
+  CHECK(report.servers[0].checks.size() == 6);
+  REQUIRE(report.deployment.size() == 1);
+  const auto lines = lines_of(format_doctor_text(report));
+  REQUIRE(lines.size() == 7);
+  CHECK_THAT(lines[6], Catch::StartsWith("ok      name         lock 'deploy'"));
+  const auto document = nlohmann::json::parse(format_doctor_json(report));
+  CHECK(document["server"] == "127.0.0.1:6379");
+  CHECK(document["status"] == "ok");
+  CHECK(document["checks"].size() == 7);
+  CHECK(document["checks"]["name"]["values"]["key"] == "rlock:deploy");
+  CHECK(doctor_exit_code(report) == 0);
+}
+
+TEST_CASE("diagnose_all: a Cluster, each master then the cluster") {
+  DeploymentFacts deployment{{}, cluster_topology()};
+  auto report = diagnose_all(cluster_facts(), timing(), deployment);
+  CHECK(report.cluster);
+  REQUIRE(report.servers.size() == 3);
+  CHECK(report.servers[1].slots == "5461-10922");
+  std::vector<std::string> names;
+  for (const auto& result : report.deployment) {
+    names.push_back(result.name);
+  }
+  // No sentinel checks on a Cluster.
+  CHECK(names == std::vector<std::string>{"cluster", "replicas", "failover"});
+  CHECK(report.servers[0].checks.size() == 6);
+  CHECK(doctor_exit_code(report) == 0);
+  const auto lines = lines_of(format_doctor_text(report));
+  REQUIRE(lines.size() == 3 * 8 + 4);
+  CHECK(lines[0] == "master 10.0.0.1:6379 (slots 0-5460)");
+  CHECK_THAT(lines[1],
+             Catch::StartsWith("ok      version      Redis 7.0.15 at "
+                               "10.0.0.1:6379"));
+  CHECK(lines[7].empty());
+  CHECK(lines[8] == "master 10.0.0.2:6379 (slots 5461-10922)");
+  CHECK(lines[24] == "cluster");
+  CHECK_THAT(lines[25], Catch::StartsWith("ok      cluster      "));
+  CHECK_THAT(lines[26], Catch::StartsWith("ok      replicas     "));
+  CHECK_THAT(lines[27], Catch::StartsWith("ok      failover     "));
+  auto document = nlohmann::json::parse(format_doctor_json(report));
+  CHECK(document["status"] == "ok");
+  CHECK_FALSE(document.contains("server"));
+  CHECK(document["checks"].size() == 3);
+  REQUIRE(document["masters"].size() == 3);
+  CHECK(document["masters"][2]["server"] == "10.0.0.3:6379");
+  CHECK(document["masters"][2]["slots"] == "10923-16383");
+  CHECK(document["masters"][2]["checks"].size() == 6);
+  // One master's check fails: its status, the top status and the exit code.
+  auto facts = cluster_facts();
+  facts[2].info["role"] = "slave";
+  report =
+      diagnose_all(facts, timing(), deployment, NamedLock{"a", "rlock:{a}"});
+  CHECK(report.deployment.back().name == "name");
+  CHECK(doctor_exit_code(report) == 1);
+  document = nlohmann::json::parse(format_doctor_json(report));
+  CHECK(document["status"] == "fail");
+  CHECK(document["masters"][0]["status"] == "ok");
+  CHECK(document["masters"][2]["status"] == "fail");
+  CHECK(document["checks"]["name"]["status"] == "ok");
+  // A master that did not answer: its header says why, in slot order
+  // whatever the order of the facts.
+  facts = cluster_facts();
+  std::swap(facts[0], facts[2]);
+  facts.erase(facts.begin() + 1);
+  auto silent = deployment;
+  silent.topology->shards[1].error = "connection refused";
+  report = diagnose_all(facts, timing(), silent);
+  REQUIRE(report.servers.size() == 3);
+  CHECK(report.servers[0].address == "10.0.0.1:6379");
+  CHECK(report.servers[1].checks.empty());
+  CHECK(report.servers[1].error == "connection refused");
+  CHECK(report.servers[2].checks.size() == 6);
+  CHECK(doctor_exit_code(report) == 1);
+  const auto text = lines_of(format_doctor_text(report));
+  CHECK(text[8]
+        == "master 10.0.0.2:6379 (slots 5461-10922): did not answer "
+           "(connection refused)");
+  CHECK(text[9].empty());
+  CHECK(text[10] == "master 10.0.0.3:6379 (slots 10923-16383)");
+  document = nlohmann::json::parse(format_doctor_json(report));
+  CHECK(document["status"] == "fail");
+  CHECK(document["masters"][0]["error"].is_null());
+  CHECK(document["masters"][1]["status"] == "fail");
+  CHECK(document["masters"][1]["error"] == "connection refused");
+  CHECK(document["masters"][1]["checks"].empty());
+  // A master whose facts are missing, though the slot map's view of it has
+  // no error, is still reported.
+  silent.topology->shards[1].error.clear();
+  report = diagnose_all(facts, timing(), silent);
+  CHECK(report.servers[1].error == "no reason given");
+  CHECK(doctor_exit_code(report) == 1);
+  // A Cluster check alone makes it 1 too.
+  deployment.topology->shards[0].replicas.clear();
+  report = diagnose_all(cluster_facts(), timing(), deployment);
+  CHECK(doctor_exit_code(report) == 1);
+  CHECK(nlohmann::json::parse(format_doctor_json(report))["status"] == "warn");
 }

@@ -127,3 +127,86 @@ TEST_CASE("format_status_table shows a multi-line command on one line") {
   REQUIRE(lines.size() == 3);
   CHECK_THAT(lines[1], Catch::Contains("/bin/sh -c '\\n  sleep 7\\n'"));
 }
+
+namespace {
+
+lock::ClusterShardState
+shard(const std::string& master, int first, int last) {
+  lock::ClusterShardState shard;
+  shard.master = master;
+  shard.slots = last - first + 1;
+  shard.slot_spans = {{first, last}};
+  shard.cluster_info = {{"cluster_state", "ok"}};
+  shard.node_timeout_ms = 5000;
+  return shard;
+}
+
+lock::DeploymentState
+cluster() {
+  lock::DeploymentState state;
+  state.shards = {shard("127.0.0.1:7000", 0, 5460),
+                  shard("127.0.0.1:7001", 5461, 10922),
+                  shard("127.0.0.1:7002", 10923, 16383)};
+  state.shards[0].replicas = {{"127.0.0.1:7003", "online", 0}};
+  state.shards[1].replicas = {{"127.0.0.1:7004", "online", 1},
+                              {"127.0.0.1:7005", "wait_bgsave", 3}};
+  return state;
+}
+
+} // namespace
+
+TEST_CASE("format_topology_line: a Cluster's masters, replicas and slots") {
+  auto state = cluster();
+  CHECK(cli::format_topology_line(state)
+        == "cluster: 3 masters, all 16384 slots served; 127.0.0.1:7000: 5461 "
+           "slots, 1 replica, lag 0s; 127.0.0.1:7001: 5462 slots, 2 replicas "
+           "(1 online), lag up to 3s; 127.0.0.1:7002: 5461 slots, no "
+           "replica\n");
+  state.shards[2].error = "connection refused";
+  state.shards[1].slots = 1;
+  state.shards[0].replicas[0].lag_s = -1;
+  state.uncovered_slots = {{5462, 10922}, {12000, 12000}};
+  CHECK(cli::format_topology_line(state)
+        == "cluster: 3 masters, slots 5462-10922, 12000 served by no master; "
+           "127.0.0.1:7000: 5461 slots, 1 replica; 127.0.0.1:7001: 1 slot, 2 "
+           "replicas (1 online), lag up to 3s; 127.0.0.1:7002: 5461 slots, "
+           "did not answer\n");
+}
+
+TEST_CASE("format_topology_line: Sentinel") {
+  lock::DeploymentState state;
+  state.master_name = "mymaster";
+  state.master = "127.0.0.1:7000";
+  state.sentinels = {{"127.0.0.1:26380", "127.0.0.1:7000", {}, "OK", ""},
+                     {"127.0.0.1:26381", "", {}, "", "refused"}};
+  CHECK(cli::format_topology_line(state)
+        == "sentinel: master 'mymaster' 127.0.0.1:7000 (1 of 2 sentinels "
+           "agree); no replicas\n");
+  state.replicas = {{"127.0.0.1:7001", "online", 0}};
+  CHECK_THAT(cli::format_topology_line(state),
+             Catch::EndsWith("; replicas 127.0.0.1:7001 online lag 0s\n"));
+}
+
+TEST_CASE("format_status_json: node and slot") {
+  auto snapshot = sample();
+  auto json = nlohmann::json::parse(cli::format_status_json(snapshot));
+  CHECK_FALSE(json[0].contains("node"));
+  CHECK_FALSE(json[0].contains("slot"));
+  // Sentinel: the master for every lock.
+  json = nlohmann::json::parse(
+      cli::format_status_json(snapshot, "127.0.0.1:7000"));
+  CHECK(json[0]["node"] == "127.0.0.1:7000");
+  CHECK(json[1]["node"] == "127.0.0.1:7000");
+  CHECK_FALSE(json[1].contains("slot"));
+  // Cluster: each lock's own master and slot.
+  snapshot.locks[0].node = "127.0.0.1:7001";
+  snapshot.locks[0].slot = 6000;
+  snapshot.locks[1].node = "127.0.0.1:7002";
+  snapshot.locks[1].slot = 0;
+  json = nlohmann::json::parse(cli::format_status_json(snapshot));
+  CHECK(json[0]["node"] == "127.0.0.1:7001");
+  CHECK(json[0]["slot"] == 6000);
+  CHECK(json[1]["node"] == "127.0.0.1:7002");
+  CHECK(json[1]["slot"] == 0);
+  CHECK(json[1]["waiters"] == 0);
+}

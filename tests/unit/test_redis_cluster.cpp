@@ -230,7 +230,7 @@ TEST_CASE("parse_cluster_slots fails on a reply of another shape",
       array({range(0, 16383, {array({bulk("h"), array({integer(1)})})})}),
       // a bad replica spoils the range
       array({range(0, 16383, {ok, nil()})}),
-      array({range(0, 16383, {ok, node("r", 0)})}),
+      array({range(0, 16383, {ok, node("r", 65536)})}),
       // nested deeper than CLUSTER SLOTS goes
       array({array({three_masters()})}),
       array({three_masters()}),
@@ -241,6 +241,20 @@ TEST_CASE("parse_cluster_slots fails on a reply of another shape",
   // CLUSTER SLOTS sends hosts as bulk strings; nothing else is a host.
   CHECK_FALSE(parse_cluster_slots(
       array({range(0, 16383, {array({status("h"), integer(1)})})}), k_asked));
+}
+
+TEST_CASE("parse_cluster_slots leaves out nodes without an address (port 0)",
+          "[cluster]") {
+  // Redis 7.0 lists a failed master it has no address for as ":0".
+  const auto map = parse_cluster_slots(
+      array({range(0, 5460, {node("", 0)}),
+             range(5461, 16383, {node("h", 7001), node("", 0)})}),
+      k_asked);
+  REQUIRE(map);
+  REQUIRE(map.value().ranges.size() == 1);
+  CHECK(map.value().ranges[0].replicas.empty());
+  CHECK(map.value().master_of(0) == nullptr);
+  CHECK(map.value().uncovered() == std::vector<SlotSpan>{{0, 5460}});
 }
 
 TEST_CASE("parse_cluster_slots fails on slots and ports out of range",
@@ -255,7 +269,7 @@ TEST_CASE("parse_cluster_slots fails on slots and ports out of range",
       parse_cluster_slots(array({range(-(1LL << 62), 16383, {ok})}), k_asked));
   CHECK(failure_of(array({range(10, 9, {ok})}))
         == "range 10-9 ends before it starts");
-  for (long long port : {0LL, -1LL, 65536LL, 1LL << 32, -(1LL << 32)}) {
+  for (long long port : {-1LL, 65536LL, 1LL << 32, -(1LL << 32)}) {
     CHECK(failure_of(array({range(0, 16383, {node("h", port)})}))
           == "a node's port is not a port");
   }

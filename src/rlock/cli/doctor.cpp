@@ -16,6 +16,9 @@ namespace {
 
 void
 add_options(CLI::App& app, detail::RawOptions& raw) {
+  detail::add_optional(
+      app, "NAME", raw.doctor.name, "also say where this lock lives")
+      ->type_name("");
   detail::add_optional(app,
                        "-t,--ttl",
                        raw.doctor.ttl,
@@ -34,6 +37,9 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   DoctorOptions options;
   options.server = detail::server_of(raw, environment);
   options.json = raw.doctor.json;
+  if (raw.doctor.name) {
+    options.name = detail::validated_name(*raw.doctor.name);
+  }
   const auto ttl = detail::duration_or(
       raw.doctor.ttl, defaults::k_doctor_ttl, "--ttl", false);
   options.timing = detail::timing_of(ttl, std::nullopt);
@@ -54,10 +60,13 @@ CommandEntry
 doctor_command() {
   return {"doctor",
           "check that Redis keeps locks safe",
-          "rlock doctor [-t D] [--json]",
+          "rlock doctor [-t D] [--json] [NAME]",
           "Checks eviction, persistence, replication, round trip, clock and\n"
-          "version (with Sentinel also the sentinels and the failover time);\n"
-          "one line each: ok, warn, fail or unknown, name, message.\n"
+          "version (with Sentinel also the sentinels and the failover time;\n"
+          "with Cluster each master, then the cluster state and slots, the\n"
+          "replicas and the failover time), and with NAME where that lock\n"
+          "lives (its key; with Cluster its slot and master); one line each:\n"
+          "ok, warn, fail or unknown, name, message.\n"
           "Exit: 0 every check ok, 1 any other, 69 Redis unavailable,\n"
           "74 output could not be written.",
           add_options,
@@ -67,15 +76,17 @@ doctor_command() {
 int
 run(const DoctorOptions& options) {
   const auto store = open_store(options.server);
-  // One server today; a store over several examines each.
-  const auto facts = store->examine().front();
-  const auto checks = diagnose(
-      facts,
-      options.timing,
-      DeploymentFacts{options.server.replicas, store->deployment_state()});
-  write_out(options.json ? format_doctor_json(facts.address, checks)
-                         : format_doctor_text(checks));
-  return doctor_exit_code(checks);
+  const auto facts = store->examine();
+  const DeploymentFacts deployment{options.server.replicas,
+                                   store->deployment_state()};
+  std::optional<NamedLock> name;
+  if (options.name) {
+    name = NamedLock{*options.name, store->key_of(*options.name)};
+  }
+  const auto report = diagnose_all(facts, options.timing, deployment, name);
+  write_out(options.json ? format_doctor_json(report)
+                         : format_doctor_text(report));
+  return doctor_exit_code(report);
 }
 
 } // namespace rlock::cli

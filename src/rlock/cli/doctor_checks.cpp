@@ -1,5 +1,6 @@
 #include <rlock/cli/doctor_checks.hpp>
 #include <rlock/cli/exit_codes.hpp>
+#include <rlock/redis/cluster.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
@@ -615,6 +616,34 @@ check_sentinels(const lock::DeploymentState& topology) {
   return check;
 }
 
+// Judges a failover that takes `detect` (Sentinel's down-after-milliseconds,
+// Cluster's cluster-node-timeout: `setting`) plus an election against the
+// TTL.
+void
+judge_failover(CheckResult& check,
+               const std::string& setting,
+               Duration detect,
+               const lock::LeaseTiming& timing) {
+  const std::string head = "a failover takes " + setting + " ("
+                           + format_ms(detect)
+                           + ") plus the election and promotion";
+  if (detect >= timing.ttl) {
+    check.status = CheckStatus::fail;
+    check.message = head + ", at least the " + format_ms(timing.ttl)
+                    + " TTL: every failover would stop the command (exit "
+                      "70); use a longer --ttl or a lower "
+                    + setting;
+  } else if (detect + std::chrono::seconds(2) >= timing.ttl) {
+    check.status = CheckStatus::warn;
+    check.message = head + ", close to the " + format_ms(timing.ttl)
+                    + " TTL: a failover may stop the command (exit 70)";
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = head + ", well within the " + format_ms(timing.ttl)
+                    + " TTL: runs go on on the new master";
+  }
+}
+
 CheckResult
 check_failover(const lock::DeploymentState& topology,
                const lock::LeaseTiming& timing) {
@@ -636,24 +665,330 @@ check_failover(const lock::DeploymentState& topology,
                     "MASTER refused)";
     return check;
   }
-  const auto detect = std::chrono::milliseconds(*down_after);
-  const std::string head = "a failover takes down-after-milliseconds ("
-                           + format_ms(detect)
-                           + ") plus the election and promotion";
-  if (detect >= timing.ttl) {
+  judge_failover(check,
+                 "down-after-milliseconds",
+                 std::chrono::milliseconds(*down_after),
+                 timing);
+  return check;
+}
+
+namespace {
+
+using ClusterInfo = std::map<std::string, std::string>;
+
+// Returns the value of `key` in a CLUSTER INFO, or nullptr.
+const std::string*
+info_field(const ClusterInfo& info, const std::string& key) {
+  const auto found = info.find(key);
+  return found == info.end() ? nullptr : &found->second;
+}
+
+Json
+error_json(const std::string& error) {
+  return error.empty() ? Json(nullptr) : Json(error);
+}
+
+// What the masters' CLUSTER INFO says, gathered for the `cluster` check.
+struct ClusterView {
+  std::vector<std::string> failing; // "why" a master or slot refuses locks
+  std::vector<std::string> degraded;
+  std::map<long long, std::vector<std::string>> known; // nodes -> masters
+  int states_read = 0;
+  Json each = Json::array();
+};
+
+void
+read_shard_info(ClusterView& view, const lock::ClusterShardState& shard) {
+  const auto* state = info_field(shard.cluster_info, "cluster_state");
+  const auto slots_ok =
+      to_integer(info_field(shard.cluster_info, "cluster_slots_ok"));
+  const auto known =
+      to_integer(info_field(shard.cluster_info, "cluster_known_nodes"));
+  view.each.push_back({{"master", shard.master},
+                       {"cluster_state", json_or_null(state)},
+                       {"cluster_slots_ok", json_or_null(slots_ok)},
+                       {"cluster_known_nodes", json_or_null(known)},
+                       {"error", error_json(shard.error)}});
+  if (!shard.error.empty()) {
+    view.failing.push_back(shard.master + " did not answer (" + shard.error
+                           + "): locks in its slots cannot be taken or "
+                             "renewed");
+    return;
+  }
+  if (state != nullptr) {
+    ++view.states_read;
+    if (*state != "ok") {
+      view.failing.push_back(shard.master + " says cluster_state " + *state
+                             + ": it refuses lock steps (CLUSTERDOWN)");
+    }
+  }
+  if (slots_ok && *slots_ok < redis::k_cluster_slots) {
+    view.degraded.push_back(shard.master + " sees " + std::to_string(*slots_ok)
+                            + " of " + std::to_string(redis::k_cluster_slots)
+                            + " slots ok (cluster_slots_ok)");
+  }
+  if (known) {
+    view.known[*known].push_back(shard.master);
+  }
+}
+
+// "6 nodes known", or how the masters disagree about it.
+std::string
+known_nodes_text(const ClusterView& view) {
+  if (view.known.size() == 1) {
+    return std::to_string(view.known.begin()->first) + " nodes known";
+  }
+  std::string text = "the masters know different numbers of nodes (";
+  bool first = true;
+  for (const auto& [count, masters] : view.known) {
+    for (const auto& master : masters) {
+      text += (first ? "" : ", ") + std::to_string(count) + " at " + master;
+      first = false;
+    }
+  }
+  return text + "): a node is joining or leaving, or a partition";
+}
+
+std::string
+joined(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string text;
+  for (const auto& part : parts) {
+    text += (text.empty() ? "" : separator) + part;
+  }
+  return text;
+}
+
+// "replica 127.0.0.1:7003 online lag 0s, ..." or "no replica".
+std::string
+replicas_text(const std::vector<lock::ReplicaState>& replicas) {
+  if (replicas.empty()) {
+    return "no replica";
+  }
+  std::string text = replicas.size() == 1 ? "replica" : "replicas";
+  for (std::size_t i = 0; i < replicas.size(); ++i) {
+    text +=
+        (i == 0 ? " " : ", ") + replicas[i].address + " " + replicas[i].state;
+    if (replicas[i].lag_s >= 0) {
+      text += " lag " + std::to_string(replicas[i].lag_s) + "s";
+    }
+  }
+  return text;
+}
+
+std::string
+masters_count(std::size_t count) {
+  return std::to_string(count) + (count == 1 ? " master" : " masters");
+}
+
+} // namespace
+
+CheckResult
+check_cluster(const lock::DeploymentState& topology) {
+  auto check = named("cluster");
+  ClusterView view;
+  for (const auto& shard : topology.shards) {
+    read_shard_info(view, shard);
+  }
+  if (!topology.uncovered_slots.empty()) {
+    view.failing.insert(view.failing.begin(),
+                        "slots "
+                            + redis::format_slot_spans(topology.uncovered_slots)
+                            + " are served by no master: a lock whose key "
+                              "falls there cannot be taken");
+  }
+  check.values = {
+      {"masters", topology.shards.size()},
+      {"uncovered_slots", redis::format_slot_spans(topology.uncovered_slots)},
+      {"each", view.each}};
+  const std::string served =
+      topology.uncovered_slots.empty()
+          ? "all " + std::to_string(redis::k_cluster_slots) + " slots served"
+          : "";
+  if (!view.failing.empty()) {
     check.status = CheckStatus::fail;
-    check.message = head + ", at least the " + format_ms(timing.ttl)
-                    + " TTL: every failover would stop the command (exit "
-                      "70); use a longer --ttl or a lower "
-                      "down-after-milliseconds";
-  } else if (detect + std::chrono::seconds(2) >= timing.ttl) {
+    check.message = joined(view.failing, "; ");
+  } else if (view.states_read == 0) {
+    check.message =
+        "cluster_state unknown: no master told its CLUSTER INFO; " + served;
+  } else if (!view.degraded.empty() || view.known.size() > 1) {
     check.status = CheckStatus::warn;
-    check.message = head + ", close to the " + format_ms(timing.ttl)
-                    + " TTL: a failover may stop the command (exit 70)";
+    auto trouble = view.degraded;
+    if (view.known.size() > 1) {
+      trouble.push_back(known_nodes_text(view));
+    }
+    check.message =
+        "cluster_state ok, " + served + ", but " + joined(trouble, "; ");
   } else {
     check.status = CheckStatus::ok;
-    check.message = head + ", well within the " + format_ms(timing.ttl)
-                    + " TTL: runs go on on the new master";
+    check.message = "cluster_state ok on all "
+                    + masters_count(topology.shards.size()) + ", " + served
+                    + (view.known.empty() ? "" : ", " + known_nodes_text(view));
+  }
+  return check;
+}
+
+namespace {
+
+std::size_t
+online_replicas(const lock::ClusterShardState& shard) {
+  return static_cast<std::size_t>(std::count_if(
+      shard.replicas.begin(), shard.replicas.end(), [](const auto& replica) {
+        return replica.state == "online";
+      }));
+}
+
+} // namespace
+
+CheckResult
+check_cluster_replicas(const lock::DeploymentState& topology) {
+  auto check = named("replicas");
+  std::vector<std::string> lacking;
+  std::vector<std::string> silent;
+  std::int64_t worst_lag = -1;
+  auto each = Json::array();
+  for (const auto& shard : topology.shards) {
+    const auto online = online_replicas(shard);
+    each.push_back({{"master", shard.master},
+                    {"replicas", shard.replicas.size()},
+                    {"online", online},
+                    {"error", error_json(shard.error)}});
+    if (!shard.error.empty()) {
+      silent.push_back(shard.master);
+      continue;
+    }
+    if (online == 0) {
+      lacking.push_back(shard.master + " (" + std::to_string(shard.slots)
+                        + " slots)");
+    }
+    for (const auto& replica : shard.replicas) {
+      worst_lag = std::max(worst_lag, replica.lag_s);
+    }
+  }
+  check.values = {
+      {"worst_lag_s", worst_lag < 0 ? Json(nullptr) : Json(worst_lag)},
+      {"each", each}};
+  if (!lacking.empty()) {
+    check.status = CheckStatus::warn;
+    check.message =
+        "no replica online for " + joined(lacking, ", ")
+        + ": if such a master fails, no replica that has its locks can take "
+          "over: they are unavailable until it is back, and lost unless its "
+          "persistence kept them; give every master a replica";
+  } else if (!silent.empty()) {
+    check.message = "replicas unknown for " + joined(silent, ", ")
+                    + ", which did not answer";
+  } else {
+    check.status = CheckStatus::ok;
+    check.message =
+        "every master has a replica online"
+        + (worst_lag >= 0 ? " (lag up to " + std::to_string(worst_lag) + "s)"
+                          : std::string())
+        + ": when a master fails, one of its replicas takes over its slots "
+          "and locks";
+  }
+  return check;
+}
+
+CheckResult
+check_cluster_failover(const lock::DeploymentState& topology,
+                       const lock::LeaseTiming& timing) {
+  auto check = named("failover");
+  std::optional<long long> node_timeout;
+  auto each = Json::object();
+  for (const auto& shard : topology.shards) {
+    const bool told = shard.error.empty() && shard.node_timeout_ms >= 0;
+    each[shard.master] = told ? Json(shard.node_timeout_ms) : Json(nullptr);
+    if (told && (!node_timeout || shard.node_timeout_ms > *node_timeout)) {
+      node_timeout = shard.node_timeout_ms;
+    }
+  }
+  check.values = {{"node_timeout_ms", json_or_null(node_timeout)},
+                  {"ttl_ms", ms_json(timing.ttl)},
+                  {"each", each}};
+  if (!node_timeout) {
+    check.message = "no master told its cluster-node-timeout (CONFIG GET "
+                    "refused, as managed services do): a failover takes it "
+                    "plus the election, and the "
+                    + format_ms(timing.ttl) + " TTL must outlast that";
+    return check;
+  }
+  judge_failover(check,
+                 "cluster-node-timeout",
+                 std::chrono::milliseconds(*node_timeout),
+                 timing);
+  return check;
+}
+
+namespace {
+
+// The master whose slot spans hold `slot`, or nullptr.
+const lock::ClusterShardState*
+shard_of(const lock::DeploymentState& topology, int slot) {
+  for (const auto& shard : topology.shards) {
+    for (const auto& span : shard.slot_spans) {
+      if (span.first <= slot && slot <= span.last) {
+        return &shard;
+      }
+    }
+  }
+  return nullptr;
+}
+
+void
+judge_cluster_name(CheckResult& check,
+                   const lock::DeploymentState& topology,
+                   const std::string& head,
+                   int slot) {
+  const auto* shard = shard_of(topology, slot);
+  check.values["master"] =
+      shard == nullptr ? Json(nullptr) : Json(shard->master);
+  if (shard == nullptr) {
+    check.status = CheckStatus::fail;
+    check.message = head
+                    + ", which no master serves: the lock cannot be taken "
+                      "until one does";
+  } else if (!shard->error.empty()) {
+    check.status = CheckStatus::fail;
+    check.message = head + ", served by " + shard->master
+                    + ", which did not answer (" + shard->error + ")";
+  } else if (const auto* state =
+                 info_field(shard->cluster_info, "cluster_state");
+             state != nullptr && *state != "ok") {
+    check.status = CheckStatus::fail;
+    check.message = head + ", served by " + shard->master
+                    + ", which says cluster_state " + *state
+                    + ": the lock cannot be taken now (CLUSTERDOWN)";
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = head + ", served by " + shard->master + " ("
+                    + replicas_text(shard->replicas) + ")";
+  }
+}
+
+} // namespace
+
+CheckResult
+check_name(const NamedLock& lock,
+           const std::string& server,
+           const DeploymentFacts& deployment) {
+  auto check = named("name");
+  check.values = {{"name", lock.name}, {"key", lock.key}, {"slot", nullptr}};
+  const std::string head =
+      "lock " + quote(lock.name) + " is key " + quote(lock.key);
+  const auto& topology = deployment.topology;
+  if (topology && topology->is_cluster()) {
+    const int slot = redis::key_slot(lock.key);
+    check.values["slot"] = slot;
+    judge_cluster_name(
+        check, *topology, head + " in slot " + std::to_string(slot), slot);
+    return check;
+  }
+  check.status = CheckStatus::ok;
+  check.values["master"] = server;
+  check.message = head + " on " + server;
+  if (topology) {
+    check.message +=
+        ", the master the sentinels name " + quote(topology->master_name);
   }
   return check;
 }
@@ -668,7 +1003,7 @@ diagnose(const ServerFacts& facts,
                                   check_replication(facts, deployment.replicas),
                                   check_latency(facts, timing),
                                   check_clock(facts)};
-  if (deployment.topology) {
+  if (deployment.topology && !deployment.topology->is_cluster()) {
     checks.push_back(check_sentinels(*deployment.topology));
     checks.push_back(check_failover(*deployment.topology, timing));
   }
@@ -704,10 +1039,11 @@ format_doctor_text(const std::vector<CheckResult>& checks) {
   return text;
 }
 
-std::string
-format_doctor_json(const std::string& address,
-                   const std::vector<CheckResult>& checks) {
-  auto worst = CheckStatus::ok;
+namespace {
+
+// Returns {NAME: {"status", "message", "values"}}; raises `worst`.
+Json
+checks_json(const std::vector<CheckResult>& checks, CheckStatus& worst) {
   auto entries = Json::object();
   for (const auto& check : checks) {
     if (rank(check.status) > rank(worst)) {
@@ -717,9 +1053,68 @@ format_doctor_json(const std::string& address,
                            {"message", check.message},
                            {"values", check.values}};
   }
-  const Json document{
-      {"server", address}, {"status", status_name(worst)}, {"checks", entries}};
+  return entries;
+}
+
+std::string
+dump(const Json& document) {
   return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+// The checks of a deployment that is not a Cluster, in one list.
+std::vector<CheckResult>
+flattened(const DoctorReport& report) {
+  std::vector<CheckResult> checks;
+  for (const auto& server : report.servers) {
+    checks.insert(checks.end(), server.checks.begin(), server.checks.end());
+  }
+  checks.insert(
+      checks.end(), report.deployment.begin(), report.deployment.end());
+  return checks;
+}
+
+// Each master of `topology` with its checks from `facts`, in slot order;
+// then any server of `facts` no master names.
+std::vector<ServerChecks>
+masters_checked(const std::vector<ServerFacts>& facts,
+                const lock::LeaseTiming& timing,
+                const DeploymentFacts& deployment) {
+  std::vector<ServerChecks> servers;
+  std::vector<bool> used(facts.size(), false);
+  for (const auto& shard : deployment.topology->shards) {
+    ServerChecks server{
+        shard.master, redis::format_slot_spans(shard.slot_spans), {}, {}};
+    const auto found =
+        std::find_if(facts.begin(), facts.end(), [&](const ServerFacts& each) {
+          return each.address == shard.master;
+        });
+    if (found == facts.end()) {
+      server.error = shard.error.empty() ? "no reason given" : shard.error;
+    } else {
+      used[static_cast<std::size_t>(found - facts.begin())] = true;
+      server.checks = diagnose(*found, timing, deployment);
+    }
+    servers.push_back(std::move(server));
+  }
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (!used[i]) {
+      servers.push_back(
+          {facts[i].address, {}, diagnose(facts[i], timing, deployment), {}});
+    }
+  }
+  return servers;
+}
+
+} // namespace
+
+std::string
+format_doctor_json(const std::string& address,
+                   const std::vector<CheckResult>& checks) {
+  auto worst = CheckStatus::ok;
+  auto entries = checks_json(checks, worst);
+  return dump({{"server", address},
+               {"status", status_name(worst)},
+               {"checks", entries}});
 }
 
 int
@@ -729,6 +1124,86 @@ doctor_exit_code(const std::vector<CheckResult>& checks) {
         return check.status == CheckStatus::ok;
       });
   return all_ok ? exit_code::k_success : exit_code::k_failure;
+}
+
+DoctorReport
+diagnose_all(const std::vector<ServerFacts>& facts,
+             const lock::LeaseTiming& timing,
+             const DeploymentFacts& deployment,
+             const std::optional<NamedLock>& name) {
+  DoctorReport report;
+  const auto& topology = deployment.topology;
+  report.cluster = topology && topology->is_cluster();
+  if (report.cluster) {
+    report.servers = masters_checked(facts, timing, deployment);
+  } else {
+    for (const auto& server : facts) {
+      report.servers.push_back(
+          {server.address, {}, diagnose(server, timing, deployment), {}});
+    }
+  }
+  if (report.cluster) {
+    report.deployment = {check_cluster(*topology),
+                         check_cluster_replicas(*topology),
+                         check_cluster_failover(*topology, timing)};
+  }
+  if (name) {
+    const auto server = facts.empty() ? std::string() : facts.front().address;
+    report.deployment.push_back(check_name(*name, server, deployment));
+  }
+  return report;
+}
+
+std::string
+format_doctor_text(const DoctorReport& report) {
+  if (!report.cluster) {
+    return format_doctor_text(flattened(report));
+  }
+  std::string text;
+  for (const auto& server : report.servers) {
+    text += "master " + server.address
+            + (server.slots.empty() ? "" : " (slots " + server.slots + ")")
+            + (server.error.empty()
+                   ? "\n" + format_doctor_text(server.checks)
+                   : ": did not answer (" + printable(server.error) + ")\n")
+            + "\n";
+  }
+  return text + "cluster\n" + format_doctor_text(report.deployment);
+}
+
+std::string
+format_doctor_json(const DoctorReport& report) {
+  if (!report.cluster) {
+    return format_doctor_json(
+        report.servers.empty() ? "" : report.servers.front().address,
+        flattened(report));
+  }
+  auto worst = CheckStatus::ok;
+  auto masters = Json::array();
+  for (const auto& server : report.servers) {
+    auto server_worst =
+        server.error.empty() ? CheckStatus::ok : CheckStatus::fail;
+    auto entries = checks_json(server.checks, server_worst);
+    masters.push_back({{"server", server.address},
+                       {"slots", server.slots},
+                       {"status", status_name(server_worst)},
+                       {"checks", entries},
+                       {"error", error_json(server.error)}});
+    worst = rank(server_worst) > rank(worst) ? server_worst : worst;
+  }
+  auto entries = checks_json(report.deployment, worst);
+  return dump({{"status", status_name(worst)},
+               {"checks", entries},
+               {"masters", masters}});
+}
+
+int
+doctor_exit_code(const DoctorReport& report) {
+  const bool silent =
+      std::any_of(report.servers.begin(),
+                  report.servers.end(),
+                  [](const auto& server) { return !server.error.empty(); });
+  return silent ? exit_code::k_failure : doctor_exit_code(flattened(report));
 }
 
 } // namespace rlock::cli

@@ -47,16 +47,68 @@ std::optional<std::vector<int>> parse_version(std::string_view text);
 // What doctor knows of the deployment besides the server's own facts.
 struct DeploymentFacts {
   lock::ReplicaPolicy replicas; // what --replicas asks of each write
-  // Set for Sentinel: the sentinels' views of the master.
+  // Set for Sentinel (the sentinels' views of the master) and Cluster (each
+  // master, its replicas and slots).
   std::optional<lock::DeploymentState> topology;
 };
 
-// Returns the checks, in the order they are printed: version, eviction,
-// persistence, replication, latency (against `timing`) and clock; with
-// Sentinel, then sentinels and failover.
+// The lock `rlock doctor NAME` asks about.
+struct NamedLock {
+  std::string name;
+  std::string key; // where the store keeps it
+};
+
+// Returns the checks of one server, in the order they are printed: version,
+// eviction, persistence, replication, latency (against `timing`) and clock;
+// with Sentinel, then sentinels and failover.
 std::vector<CheckResult> diagnose(const ServerFacts& facts,
                                   const lock::LeaseTiming& timing,
                                   const DeploymentFacts& deployment = {});
+
+// Returns the `cluster` check: fail when a master says cluster_state other
+// than ok or did not answer, or slots are served by no master; warn when a
+// master sees slots failing or the masters disagree on the nodes they know.
+CheckResult check_cluster(const lock::DeploymentState& topology);
+
+// Returns the `replicas` check: warn when a master has no replica online.
+CheckResult check_cluster_replicas(const lock::DeploymentState& topology);
+
+// Returns the Cluster's `failover` check: the largest cluster-node-timeout
+// against the TTL (fail at or above it, warn within 2s), unknown when no
+// master told it.
+CheckResult check_cluster_failover(const lock::DeploymentState& topology,
+                                   const lock::LeaseTiming& timing);
+
+// Returns the `name` check: where `lock` lives. On a Cluster its slot and the
+// master serving it, failing when none does, or that master did not answer or
+// says cluster_state fail; elsewhere `server` (ok).
+CheckResult check_name(const NamedLock& lock,
+                       const std::string& server,
+                       const DeploymentFacts& deployment);
+
+// The checks of one server: the only one, or one master of a Cluster.
+struct ServerChecks {
+  std::string address;
+  std::string slots; // a Cluster master's slots ("0-5460"); "" elsewhere
+  std::vector<CheckResult> checks;
+  std::string error; // a Cluster master that did not answer: why (no checks)
+};
+
+// What doctor prints: each server's checks, then the deployment's.
+struct DoctorReport {
+  bool cluster = false;
+  std::vector<ServerChecks> servers;
+  // Cluster: cluster, replicas, failover; then name when NAME was given.
+  std::vector<CheckResult> deployment;
+};
+
+// Returns every check: diagnose() of each server in `facts` (one, or each
+// master of a Cluster, in slot order; a master missing from `facts` says
+// why), then the Cluster's checks, then `name`'s.
+DoctorReport diagnose_all(const std::vector<ServerFacts>& facts,
+                          const lock::LeaseTiming& timing,
+                          const DeploymentFacts& deployment,
+                          const std::optional<NamedLock>& name = {});
 
 // Returns "ok", "warn", "fail" or "unknown".
 std::string_view status_name(CheckStatus status);
@@ -71,5 +123,19 @@ std::string format_doctor_json(const std::string& address,
 
 // Returns 0 when every check is ok, else 1.
 int doctor_exit_code(const std::vector<CheckResult>& checks);
+
+// Returns the report as format_doctor_text() does; a Cluster's in sections:
+// "master ADDRESS (slots ...)" before each master's checks, "cluster" before
+// the Cluster's, a blank line between them.
+std::string format_doctor_text(const DoctorReport& report);
+
+// Returns the report as format_doctor_json() does; a Cluster's as {"status",
+// "checks": {the Cluster's}, "masters": [{"server", "slots", "status",
+// "checks", "error"}]}, "status" the worst check's of them all (a master
+// that did not answer: "fail", and "error" says why).
+std::string format_doctor_json(const DoctorReport& report);
+
+// Returns 0 when every check of the report is ok, else 1.
+int doctor_exit_code(const DoctorReport& report);
 
 } // namespace rlock::cli

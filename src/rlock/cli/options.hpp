@@ -112,9 +112,10 @@ struct StatusOptions {
   std::optional<Duration> watch; // --watch: redraw every D until interrupted
 };
 
-// rlock doctor [--ttl D] [--json]
+// rlock doctor [--ttl D] [--json] [NAME]
 struct DoctorOptions {
   ServerOptions server;
+  std::optional<std::string> name; // where this lock lives, too
   lock::LeaseTiming timing{}; // --ttl: the lease the round trip is judged by
   bool json = false;
 };

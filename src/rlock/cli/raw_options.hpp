@@ -40,6 +40,7 @@ struct StatusRaw {
 };
 
 struct DoctorRaw {
+  std::optional<std::string> name;
   std::optional<std::string> ttl;
   bool json = false;
 };

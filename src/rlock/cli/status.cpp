@@ -101,9 +101,28 @@ read_snapshot(lock::LockStore& store, const StatusOptions& options) {
 }
 
 std::string
-nothing_held(const StatusOptions& options) {
+nothing_held(const StatusOptions& options,
+             const lock::StatusSnapshot& snapshot) {
   return "no locks held under prefix " + quote(options.server.prefix)
-         + (options.match.empty() ? "" : " matching " + quote(options.match));
+         + (options.match.empty() ? "" : " matching " + quote(options.match))
+         + (snapshot.unreachable.empty() ? ""
+                                         : " on the masters that answered");
+}
+
+// Names on stderr each Cluster master whose locks are missing from
+// `snapshot`; returns whether there was one.
+bool
+report_unreachable(const lock::StatusSnapshot& snapshot) {
+  for (const auto& entry : snapshot.unreachable) {
+    // "ADDRESS: why"; an address holds no ": ".
+    const auto colon = entry.find(": ");
+    const auto address = entry.substr(0, colon);
+    const auto why =
+        colon == std::string::npos ? std::string() : entry.substr(colon + 2);
+    log::error("the locks on master " + address + " are not listed"
+               + (why.empty() ? "" : ": " + why));
+  }
+  return !snapshot.unreachable.empty();
 }
 
 void
@@ -124,20 +143,40 @@ local_time_now() {
   return text;
 }
 
-// Returns the topology line for a replicated deployment ("" for one
-// server); a sentinel that did not answer is named on stderr.
-std::string
-topology_line(lock::LockStore& store) {
-  const auto state = store.deployment_state();
-  if (!state) {
-    return {};
-  }
-  for (const auto& sentinel : state->sentinels) {
+// Names on stderr the sentinels, and the Cluster masters not already named
+// in `snapshot.unreachable`, that did not answer.
+void
+report_silent_nodes(const lock::DeploymentState& state,
+                    const lock::StatusSnapshot& snapshot) {
+  for (const auto& sentinel : state.sentinels) {
     if (!sentinel.error.empty()) {
       log::warning("sentinel " + sentinel.address
                    + " did not answer: " + sentinel.error);
     }
   }
+  for (const auto& shard : state.shards) {
+    const auto named =
+        std::any_of(snapshot.unreachable.begin(),
+                    snapshot.unreachable.end(),
+                    [&](const auto& entry) {
+                      return entry.starts_with(shard.master + ": ");
+                    });
+    if (!shard.error.empty() && !named) {
+      log::warning("master " + shard.master
+                   + " did not answer: " + shard.error);
+    }
+  }
+}
+
+// Returns the topology line for a replicated or sharded deployment ("" for
+// one server); a node that did not answer is named on stderr.
+std::string
+topology_line(lock::LockStore& store, const lock::StatusSnapshot& snapshot) {
+  const auto state = store.deployment_state();
+  if (!state) {
+    return {};
+  }
+  report_silent_nodes(*state, snapshot);
   return format_topology_line(*state);
 }
 
@@ -153,15 +192,49 @@ watch(lock::LockStore& store, const StatusOptions& options) {
     std::string text = terminal ? "\033[H\033[2J" : "";
     text += "Every " + format_duration(*options.watch) + ": rlock status"
             + std::string(8, ' ') + local_time_now() + "\n\n"
-            + topology_line(store);
+            + topology_line(store, snapshot);
     text += snapshot.locks.empty()
-                ? nothing_held(options) + "\n"
+                ? nothing_held(options, snapshot) + "\n"
                 : format_status_table(snapshot, table_width(options));
     write_out(terminal ? text : text + "\n");
+    report_unreachable(snapshot);
   } while (
       signals.wait(static_cast<int>(std::min<long long>(interval_ms, INT_MAX)))
       == 0);
   return exit_code::k_success;
+}
+
+// The Sentinel master's address, which every lock of `snapshot` is kept on;
+// "" when the store said where each lock is (Cluster) or there is none.
+std::string
+common_node(lock::LockStore& store, const lock::StatusSnapshot& snapshot) {
+  const bool located =
+      std::all_of(snapshot.locks.begin(),
+                  snapshot.locks.end(),
+                  [](const auto& state) { return !state.node.empty(); });
+  if (located) {
+    return {};
+  }
+  const auto state = store.deployment_state();
+  return state ? state->master : "";
+}
+
+// Prints `snapshot` as a table or JSON.
+void
+print_snapshot(lock::LockStore& store,
+               const StatusOptions& options,
+               const lock::StatusSnapshot& snapshot) {
+  if (options.json) {
+    write_out(format_status_json(snapshot, common_node(store, snapshot)));
+    return;
+  }
+  const auto topology = topology_line(store, snapshot);
+  if (options.names.empty() && snapshot.locks.empty()) {
+    write_out(topology);
+    log::error(nothing_held(options, snapshot));
+    return;
+  }
+  write_out(topology + format_status_table(snapshot, table_width(options)));
 }
 
 } // namespace
@@ -173,7 +246,8 @@ status_command() {
           "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
           "[NAME...]",
           "Exit: 0 all named locks held (or a listing), 1 one is free,\n"
-          "69 Redis unavailable, 74 output could not be written.",
+          "69 Redis unavailable (or a Cluster master did not answer: the\n"
+          "others' locks are shown), 74 output could not be written.",
           add_options,
           options_of};
 }
@@ -187,17 +261,9 @@ run(const StatusOptions& options) {
     return watch(store, options);
   }
   const auto snapshot = read_snapshot(store, options);
-  if (options.json) {
-    const auto state = store.deployment_state();
-    write_out(format_status_json(snapshot, state ? state->master : ""));
-  } else {
-    const auto topology = topology_line(store);
-    if (options.names.empty() && snapshot.locks.empty()) {
-      write_out(topology);
-      log::error(nothing_held(options));
-      return exit_code::k_success;
-    }
-    write_out(topology + format_status_table(snapshot, table_width(options)));
+  print_snapshot(store, options, snapshot);
+  if (report_unreachable(snapshot)) {
+    return exit_code::k_unavailable;
   }
   const bool any_free =
       std::any_of(snapshot.locks.begin(),

@@ -1,4 +1,5 @@
 #include <rlock/cli/status_view.hpp>
+#include <rlock/redis/cluster.hpp>
 #include <rlock/util/clock.hpp>
 #include <rlock/util/duration.hpp>
 #include <rlock/util/text.hpp>
@@ -124,6 +125,64 @@ layout(const std::vector<Row>& rows, std::size_t width) {
   return out;
 }
 
+std::string
+plural(std::size_t count, const std::string& word) {
+  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
+}
+
+// "1 replica, lag 0s", "2 replicas (1 online), lag up to 3s", "no replica".
+std::string
+replicas_summary(const std::vector<lock::ReplicaState>& replicas) {
+  if (replicas.empty()) {
+    return "no replica";
+  }
+  const auto online =
+      std::count_if(replicas.begin(), replicas.end(), [](const auto& replica) {
+        return replica.state == "online";
+      });
+  std::int64_t worst_lag = -1;
+  for (const auto& replica : replicas) {
+    worst_lag = std::max(worst_lag, replica.lag_s);
+  }
+  std::string text = plural(replicas.size(), "replica");
+  if (static_cast<std::size_t>(online) != replicas.size()) {
+    text += " (" + std::to_string(online) + " online)";
+  }
+  if (worst_lag >= 0) {
+    text += std::string(replicas.size() == 1 ? ", lag " : ", lag up to ")
+            + std::to_string(worst_lag) + "s";
+  }
+  return text;
+}
+
+// "127.0.0.1:7000: 5461 slots, 1 replica, lag 0s".
+std::string
+shard_summary(const lock::ClusterShardState& shard) {
+  std::string text = shard.master + ": "
+                     + plural(static_cast<std::size_t>(shard.slots), "slot");
+  if (!shard.error.empty()) {
+    return text + ", did not answer";
+  }
+  return text + ", " + replicas_summary(shard.replicas);
+}
+
+// "cluster: 3 masters, all 16384 slots served; 127.0.0.1:7000: 5461 slots,
+// 1 replica, lag 0s; ...".
+std::string
+cluster_line(const lock::DeploymentState& state) {
+  std::string line = "cluster: " + plural(state.shards.size(), "master") + ", ";
+  if (state.uncovered_slots.empty()) {
+    line += "all " + std::to_string(redis::k_cluster_slots) + " slots served";
+  } else {
+    line += "slots " + redis::format_slot_spans(state.uncovered_slots)
+            + " served by no master";
+  }
+  for (const auto& shard : state.shards) {
+    line += "; " + shard_summary(shard);
+  }
+  return printable(line) + "\n";
+}
+
 } // namespace
 
 std::string
@@ -184,8 +243,11 @@ format_status_json(const lock::StatusSnapshot& snapshot,
     }
     // A queue can form behind a lock that just turned free, too.
     entry["waiters"] = state.waiters;
-    if (!node.empty()) {
-      entry["node"] = node;
+    if (!state.node.empty() || !node.empty()) {
+      entry["node"] = state.node.empty() ? node : state.node;
+    }
+    if (state.slot >= 0) {
+      entry["slot"] = state.slot;
     }
     locks.push_back(std::move(entry));
   }
@@ -197,6 +259,9 @@ format_status_json(const lock::StatusSnapshot& snapshot,
 
 std::string
 format_topology_line(const lock::DeploymentState& state) {
+  if (state.is_cluster()) {
+    return cluster_line(state);
+  }
   const auto agreeing = std::count_if(
       state.sentinels.begin(),
       state.sentinels.end(),

@@ -12,14 +12,17 @@ std::string format_status_table(const lock::StatusSnapshot& snapshot,
                                 std::size_t width = 80);
 
 // Returns the status as a JSON array (see README: status --json), with a
-// trailing newline. With a `node` (the master of a replicated deployment),
-// each lock says where it is kept.
+// trailing newline. Each lock says where it is kept (`node`) when the store
+// said (Cluster: with its `slot`), else when a `node` is given (the master of
+// a Sentinel deployment).
 std::string format_status_json(const lock::StatusSnapshot& snapshot,
                                const std::string& node = {});
 
 // Returns the line status prints before the table for a replicated
 // deployment: "sentinel: master 'mymaster' 127.0.0.1:7000 (3 of 3 sentinels
-// agree); replicas 127.0.0.1:7001 online lag 0s, ...".
+// agree); replicas 127.0.0.1:7001 online lag 0s, ..."; for a Cluster the
+// masters, their replicas and the slot coverage: "cluster: 3 masters, all
+// 16384 slots served; 127.0.0.1:7000: 5461 slots, 1 replica, lag 0s; ...".
 std::string format_topology_line(const lock::DeploymentState& state);
 
 } // namespace rlock::cli

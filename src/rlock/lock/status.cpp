@@ -1,5 +1,6 @@
 #include <rlock/lock/replies.hpp>
 #include <rlock/lock/status.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -13,14 +14,16 @@ namespace {
 constexpr std::size_t k_batch = 500;
 
 // Fills `state` from HGETALL and PTTL. A key that is not a lock (another
-// program's, under our prefix) is an error when asked for by name, and
-// skipped with a warning in a listing.
+// program's, under our prefix: WRONGTYPE) is an error when asked for by
+// name, and skipped with a warning in a listing; any other error reply
+// (CLUSTERDOWN, MOVED, LOADING...) fails the read.
 void
 read_hash(LockState& state,
           const redis::Reply& hash,
           const redis::Reply& pttl,
           bool listing) {
-  if (listing && hash.is_error()) {
+  if (listing && hash.is_error()
+      && redis::server_code_of(hash.text) == "WRONGTYPE") {
     log::warning("skipping " + quote(state.key) + ": not a lock ("
                  + printable(hash.text) + ")");
     state.held = false;

@@ -97,7 +97,9 @@ parse_node(const Reply& node, const HostPort& asked) {
     return Result::failure("a node's host is not a string");
   }
   const auto& port = node.elements[1];
-  if (port.type != Reply::Type::integer || !is_port(port.integer)) {
+  // Port 0: a node whose address is unknown (a failed node flagged noaddr).
+  if (port.type != Reply::Type::integer
+      || (!is_port(port.integer) && port.integer != 0)) {
     return Result::failure("a node's port is not a port");
   }
   result.port = static_cast<int>(port.integer);
@@ -131,7 +133,7 @@ parse_range(const Reply& range, const HostPort& asked) {
     }
     if (i == 2) {
       result.master = node.value();
-    } else {
+    } else if (node.value().port != 0) {
       result.replicas.push_back(node.value());
     }
   }
@@ -239,7 +241,10 @@ parse_cluster_slots(const Reply& reply, const HostPort& asked) {
     if (!range) {
       return SlotsResult::failure(range.error());
     }
-    map.ranges.push_back(range.value());
+    // A master with no address serves nobody: its slots are uncovered.
+    if (range.value().master.port != 0) {
+      map.ranges.push_back(range.value());
+    }
   }
   return sorted(std::move(map));
 }

@@ -57,7 +57,9 @@ struct SlotMap {
 // [first, last, master, replica...], each node [host, port, id, metadata].
 // A node whose host is nil or "" (unknown endpoint) is `asked`'s host; "?"
 // (a node announcing hostnames without one) is the "ip" of its metadata,
-// else `asked`'s host. Fails with the reason on an error reply, a reply of
+// else `asked`'s host. A node with port 0 has no known address (a failed
+// node, flagged noaddr): as a master its range is left out (uncovered), as
+// a replica it is left out. Fails with the reason on an error reply, a reply of
 // another shape, a slot outside 0-16383, a range whose first slot is after
 // its last, ranges that overlap, or a port outside 1-65535.
 Expected<SlotMap> parse_cluster_slots(const Reply& reply,
