@@ -1,0 +1,718 @@
+#!/usr/bin/env bats
+#
+# rlock on a real Redis Cluster (tests/lib/topology.bash): the
+# redis+cluster:// URL for every command, names whose hash tag needs
+# escaping, status across masters, and what a resharding or a failover does
+# to a hold, which must never leave two holders.
+#
+# The safety checks trust nothing in rlock. Each command appends
+# $EPOCHREALTIME to a file of its own every 20 ms while it runs (a
+# heartbeat), and the intervals [first beat, last beat] of different runs
+# must not intersect; the contention test uses a mkdir critical section.
+# Where a lock lives, and whether renewals reach it, is read from the
+# servers with redis-cli (CLUSTER KEYSLOT, CLUSTER NODES, EXISTS, PTTL).
+#
+# Topologies:
+#   shared  3 masters with a replica each, started in setup_file and used in
+#           file order: the tests that change nothing, then two reshardings
+#           (one slot each), then two failovers (kill -9 of a master; each
+#           leaves its promoted replica a master without replicas).
+#   lone    3 masters without replicas, started by the test that kills one
+#           of them and stopped by the test after it (or teardown_file).
+
+# Child scripts are single-quoted on purpose (SC2016); `run` sets output,
+# lines and stderr (SC2154); tests that point RLOCK_URL elsewhere or unset
+# it look to shellcheck like a subshell's change (SC2030, SC2031).
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031
+
+bats_require_minimum_version 1.5.0
+
+load ../cli/helpers
+load ../cli/heartbeat
+# shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
+source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+
+setup_file() {
+  local rc=0 start=$EPOCHREALTIME
+  export CLUSTER_DIR=$BATS_FILE_TMPDIR/cluster
+  export LONE_DIR=$BATS_FILE_TMPDIR/lone
+  cluster_start "$CLUSTER_DIR" 3 1 || rc=$?
+  if ((rc == 0)); then
+    note "bring-up of the cluster: $(elapsed "$start") s"
+  elif ((rc == 125)); then
+    export TOPOLOGY_TEST_SKIP=1
+  else
+    topology_stop "$BATS_FILE_TMPDIR"
+    return "$rc"
+  fi
+}
+
+teardown_file() {
+  topology_stop "$BATS_FILE_TMPDIR"
+}
+
+setup() {
+  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
+    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
+  fi
+  if [[ ! -x $RLOCK ]]; then
+    echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
+    return 1
+  fi
+  unset REDIS_URL RLOCK_PREFIX RLOCK_REPLICAS
+  # The roles as they are now: earlier tests fail masters over.
+  cluster_export "$CLUSTER_DIR"
+  export RLOCK_URL=$RLOCK_CLUSTER_URL
+  # The servers are seconds old: the restart grace (tests/cli/restart.bats)
+  # would hold every lock back for 30 s. It guards empty restarts, not this.
+  export RLOCK_RESTART_GRACE=0
+  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
+  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
+  MIGRATING_FILE=$BATS_TEST_TMPDIR/migrating
+  : >"$BG_PIDS_FILE"
+  : >"$GROUPS_FILE"
+  cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+teardown() {
+  local slot to
+  common_teardown
+  [[ ! -d $BATS_TEST_TMPDIR/r ]] || redis_stop "$BATS_TEST_TMPDIR/r"
+  [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
+  # A test that failed with a slot half migrated: finish the move, so that
+  # the tests after it find a stable cluster.
+  if [[ -n ${MIGRATING_FILE:-} && -s $MIGRATING_FILE ]]; then
+    read -r slot to <"$MIGRATING_FILE"
+    cluster_migrate_slot "$CLUSTER_DIR" "$slot" "$to" || :
+  fi
+}
+
+# note TEXT: a line in the TAP output, for the timings.
+note() {
+  echo "# $*" >&3
+}
+
+# elapsed SINCE: seconds since EPOCHREALTIME was SINCE, to 0.1 s.
+elapsed() {
+  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# --- where keys live, from the servers ---------------------------------------
+
+# exists_on KEY PORT: EXISTS KEY on the node on PORT (1, 0, or MOVED...).
+exists_on() {
+  topology_cli "$2" exists "$1"
+}
+
+# held_on KEY PORT: KEY exists on the node on PORT.
+held_on() {
+  [[ $(exists_on "$1" "$2") == 1 ]]
+}
+
+# renewed_on KEY PORT: within 5 s, KEY's PTTL on the node on PORT goes up:
+# a renewal reached that node (between renewals PTTL only falls).
+renewed_on() {
+  local key=$1 port=$2 prev=-3 now=-3 deadline=$((SECONDS + 5))
+  while ((SECONDS < deadline)); do
+    now=$(topology_cli "$port" pttl "$key")
+    [[ $now =~ ^-?[0-9]+$ ]] || now=-3
+    ((prev < 0 || now <= prev)) || return 0
+    prev=$now
+    sleep 0.05
+  done
+  echo "renewed_on: the PTTL of $key on $port did not go up within 5 s (last $now)" >&2
+  return 1
+}
+
+# slot_of KEY: CLUSTER KEYSLOT KEY, asked of a running node.
+slot_of() {
+  topology_cli "$(cluster_first_running "$CLUSTER_DIR")" cluster keyslot "$1"
+}
+
+# owner_of NAME [DIR]: the port of the master that keeps lock NAME's key.
+owner_of() {
+  cluster_node_for_key "${2:-$CLUSTER_DIR}" "$(lock_key "$1")"
+}
+
+# name_on PORT STEM [DIR]: a name STEM<n> whose lock key is on the master on
+# PORT now.
+name_on() {
+  local port=$1 stem=$2 dir=${3:-$CLUSTER_DIR} i
+  for ((i = 0; i < 300; i++)); do
+    if [[ $(owner_of "$stem$i" "$dir") == "$port" ]]; then
+      echo "$stem$i"
+      return 0
+    fi
+  done
+  echo "name_on: no name $stem<n> has its key on $port" >&2
+  return 1
+}
+
+# other_master PORT: a running master other than PORT.
+other_master() {
+  local port
+  for port in $CLUSTER_MASTER_PORTS; do
+    [[ $port != "$1" ]] && echo "$port" && return 0
+  done
+  return 1
+}
+
+# master_with_replica: a running master that has a replica linked to it.
+master_with_replica() {
+  local port
+  for port in $CLUSTER_MASTER_PORTS; do
+    if (($(topology_info_field "$port" replication connected_slaves) > 0)); then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "master_with_replica: no master has a replica left" >&2
+  return 1
+}
+
+# status_rows FILE: "name node slot" for each lock in the status --json
+# array in FILE, one a line; fails when FILE is not a JSON array.
+status_rows() {
+  python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert isinstance(doc, list), "not an array"
+for lock in doc:
+    print(lock["name"], lock.get("node"), lock.get("slot"))
+' "$1"
+}
+
+# json_string TEXT: TEXT as a JSON string, as json_get prints one.
+json_string() {
+  python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"
+}
+
+# hold_on_every_master PREFIX: in the background, a lock under PREFIX on
+# each master, held for 30 s; sets HELD_NAMES and HELD_OWNERS (the ports of
+# their masters) once each lock is on its master.
+hold_on_every_master() {
+  local port name i
+  HELD_NAMES=() HELD_OWNERS=()
+  for port in $CLUSTER_MASTER_PORTS; do
+    name=$(name_on "$port" listed)
+    HELD_NAMES+=("$name")
+    HELD_OWNERS+=("$port")
+    bg "$RLOCK" --prefix "$1" -t 20s "$name" sleep 30
+  done
+  ((${#HELD_NAMES[@]} == 3))
+  for ((i = 0; i < 3; i++)); do
+    wait_until 10 held_on "$(lock_key "${HELD_NAMES[i]}" "$1")" "${HELD_OWNERS[i]}"
+  done
+}
+
+# --- heartbeats and overlaps -------------------------------------------------
+
+# hold_script FILE SECONDS: a bash script that writes its PID to FILE.pid
+# (its process group: rlock makes the child a group leader), then appends
+# $EPOCHREALTIME to FILE every 20 ms for SECONDS, then exits 0.
+hold_script() {
+  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
+  printf 'end=$((${EPOCHREALTIME//[.,]/} + %d000000)); ' "$2"
+  printf 'while ((${EPOCHREALTIME//[.,]/} < end)); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.02; done' "$1"
+}
+
+# no_overlap FILE...: the heartbeat intervals [first, last] of the FILEs
+# that have beats never intersect. Prints them, sorted by start, in ms.
+no_overlap() {
+  local file first last prev='' prev_end=0 bad=0
+  for file; do
+    [[ -s $file ]] || continue
+    echo "$(first_beat "$file") $(last_beat "$file") $file"
+  done | sort -n >"$BATS_TEST_TMPDIR/intervals"
+  while read -r first last file; do
+    echo "interval $((first / 1000)) - $((last / 1000)) ms: $file"
+    if ((first <= prev_end)); then
+      echo "OVERLAP: $file starts $(((prev_end - first) / 1000)) ms before $prev ends" >&2
+      bad=1
+    fi
+    if ((last > prev_end)); then
+      prev_end=$last prev=$file
+    fi
+  done <"$BATS_TEST_TMPDIR/intervals"
+  return "$bad"
+}
+
+# span_ms FILE: milliseconds between the first and the last beat in FILE.
+span_ms() {
+  echo $((($(last_beat "$1") - $(first_beat "$1")) / 1000))
+}
+
+# increasing FILE: the numbers in FILE (other lines skipped) increase
+# strictly, line by line.
+increasing() {
+  awk '/^[0-9]+$/ { if (n++ && $1 <= prev) { print "fence " $1 " after " prev; bad = 1 } prev = $1 }
+       END { exit bad }' "$1"
+}
+
+# --- the URL, names and commands ---------------------------------------------
+
+@test "names on each master: the lock is on NAME's master, through one seed that is another master or through every node" {
+  local port name key seed
+  unset RLOCK_URL
+  for port in $CLUSTER_MASTER_PORTS; do
+    name=$(name_on "$port" onmaster)
+    key=$(lock_key "$name")
+    # One seed, not NAME's master: rlock has to find the owner itself.
+    seed=$(other_master "$port")
+    run -0 rl --url "redis+cluster://127.0.0.1:$seed" "$name" sh -c '
+      echo "$RLOCK_KEY"
+      echo "$RLOCK_FENCE"
+      redis-cli -h 127.0.0.1 -p "$1" exists "$RLOCK_KEY"' _ "$port"
+    echo "$name on $port, seed $seed: $output"
+    [[ ${lines[0]} == "$key" ]]
+    [[ ${lines[1]} =~ ^[0-9]+$ ]]
+    [[ ${lines[2]} == 1 ]]
+    # The fence key lives about a second (acquire.lua): its slot is the
+    # lock's.
+    [[ $(slot_of "$(fence_key "$name")") == "$(slot_of "$key")" ]]
+    # Released on the way out.
+    [[ $(exists_on "$key" "$port") == 0 ]]
+    # Every node as a seed, the URL cluster_export gives.
+    run -0 rl --url "$RLOCK_CLUSTER_URL" "$name" sh -c \
+      'redis-cli -h 127.0.0.1 -p "$1" exists "$RLOCK_KEY"' _ "$port"
+    [[ $output == 1 ]]
+  done
+}
+
+@test "names holding braces (}lead, a{b}c, {, x}): every key of the lock in one slot, on that slot's master, and status names them back" {
+  local name key owner slot suffix n=0 done_file
+  local -A keys=()
+  for name in '}lead' 'a{b}c' '{' 'x}'; do
+    n=$((n + 1))
+    done_file=$BATS_TEST_TMPDIR/done.$n
+    # The command saves its key and fence, then holds until told to end.
+    bg "$RLOCK" -t 10s "$name" sh -c '
+      printf "%s\n" "$RLOCK_KEY" >"$1.tmp" && mv "$1.tmp" "$1"
+      printf "%s\n" "$RLOCK_FENCE" >"$1.fence"
+      i=0
+      while [ ! -e "$2" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' \
+      _ "$BATS_TEST_TMPDIR/key.$n" "$done_file"
+    wait_until 10 file_has "$BATS_TEST_TMPDIR/key.$n"
+    key=$(<"$BATS_TEST_TMPDIR/key.$n")
+    echo "name '$name': key '$key', fence $(<"$BATS_TEST_TMPDIR/key.$n.fence")"
+    [[ $key == rlock:* ]]
+    # No two names share a key.
+    [[ -z ${keys[$key]:-} ]]
+    keys[$key]=$name
+    slot=$(slot_of "$key")
+    for suffix in fence queue alive once released; do
+      [[ $(slot_of "$key:$suffix") == "$slot" ]]
+    done
+    owner=$(cluster_node_for_key "$CLUSTER_DIR" "$key")
+    held_on "$key" "$owner"
+    # Held, as rlock sees it through the cluster URL.
+    run -75 rl -n "$name" touch ran
+    [[ ! -e ran ]]
+    run -0 rl status --json "$name"
+    echo "$output" >status.json
+    [[ $(json_get status.json '[0,"name"]') == "$(json_string "$name")" ]]
+    [[ $(json_get status.json '[0,"held"]') == true ]]
+    touch "$done_file"
+    reaped 0 "$BG_PID" 10
+    [[ $(exists_on "$key" "$owner") == 0 ]]
+  done
+  # The name without braces is another lock.
+  [[ -z ${keys[$(lock_key lead)]:-} ]]
+}
+
+# The key a managed service's configuration endpoint (one redis:// URL) and
+# the cluster URL give must be the same, or the two would not exclude each
+# other.
+@test "a plain redis:// URL to any master takes the same lock as the cluster URL, braces or not; status through it lists every master" {
+  local name key owner port other n=0 done_file
+  for name in plainurl '}lead'; do
+    n=$((n + 1))
+    done_file=$BATS_TEST_TMPDIR/done.$n
+    bg "$RLOCK" --url "$RLOCK_CLUSTER_URL" -t 10s "$name" sh -c '
+      printf "%s\n" "$RLOCK_KEY" >"$1.tmp" && mv "$1.tmp" "$1"
+      i=0
+      while [ ! -e "$2" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' \
+      _ "$BATS_TEST_TMPDIR/key.$n" "$done_file"
+    wait_until 10 file_has "$BATS_TEST_TMPDIR/key.$n"
+    key=$(<"$BATS_TEST_TMPDIR/key.$n")
+    owner=$(cluster_node_for_key "$CLUSTER_DIR" "$key")
+    for port in $CLUSTER_MASTER_PORTS; do
+      run -75 rl --url "redis://127.0.0.1:$port" -n "$name" touch ran
+    done
+    [[ ! -e ran ]]
+    touch "$done_file"
+    reaped 0 "$BG_PID" 10
+    # The other way round: taken through a node that is not its master.
+    other=$(other_master "$owner")
+    run -0 rl --url "redis://127.0.0.1:$other" "$name" sh -c \
+      'echo "$RLOCK_KEY"; redis-cli -h 127.0.0.1 -p "$1" exists "$RLOCK_KEY"' _ "$owner"
+    [[ $output == "$key"$'\n'1 ]]
+  done
+  hold_on_every_master plain:
+  run -0 rl status --url "redis://127.0.0.1:${CLUSTER_MASTER_PORTS%% *}" --prefix plain: --json
+  echo "$output" >status.json
+  run -0 status_rows status.json
+  echo "$output"
+  [[ $(cut -d' ' -f1 <<<"$output" | sort) == "$(printf '%s\n' "${HELD_NAMES[@]}" | sort)" ]]
+}
+
+@test "cluster URLs: /0 is accepted, another DB is 64; seeds that do not answer and a node without cluster mode are 69, each named" {
+  local seed=${CLUSTER_MASTER_PORTS%% *} p1 p2
+  run -0 rl --url "redis+cluster://127.0.0.1:$seed/0" db0 true
+  run -64 --separate-stderr rl --url "redis+cluster://127.0.0.1:$seed/1" db1 touch ran
+  echo "$stderr"
+  ((${#stderr_lines[@]} == 1))
+  [[ $stderr == *--url* ]]
+  run -64 rl status --url "redis+cluster://127.0.0.1:$seed/1"
+  p1=$(closed_port)
+  p2=$(closed_port)
+  run -69 --separate-stderr rl --url "redis+cluster://127.0.0.1:$p1,127.0.0.1:$p2" -w 1s nobody touch ran
+  echo "$stderr"
+  [[ $stderr == *"127.0.0.1:$p1"*"127.0.0.1:$p2"* ]]
+  own_redis
+  run -69 --separate-stderr rl --url "redis+cluster://127.0.0.1:$REDIS_PORT" -w 1s standalone touch ran
+  echo "$stderr"
+  [[ $stderr == *"127.0.0.1:$REDIS_PORT"* ]]
+  redis_stop "$BATS_TEST_TMPDIR/r"
+  [[ ! -e ran ]]
+}
+
+@test "acquire, check, extend, wait and release through the cluster URL" {
+  local url=$RLOCK_CLUSTER_URL name key owner seed waiter
+  unset RLOCK_URL
+  owner=${CLUSTER_MASTER_PORTS##* }
+  name=$(name_on "$owner" cmds)
+  key=$(lock_key "$name")
+  seed=$(other_master "$owner")
+  url="redis+cluster://127.0.0.1:$seed"
+  run -0 rl acquire --url "$url" --env -t 10s "$name"
+  echo "$output"
+  eval "$output"
+  [[ $RLOCK_KEY == "$key" && $RLOCK_NAME == "$name" ]]
+  [[ $RLOCK_FENCE =~ ^[0-9]+$ ]]
+  [[ $(topology_cli "$owner" hget "$key" token) == "$RLOCK_TOKEN" ]]
+  run -0 rl check --url "$url" --min-validity 5s "$name"
+  run -0 rl extend --url "$url" -t 60s "$name"
+  (($(topology_cli "$owner" pttl "$key") > 30000))
+  run -75 rl wait --url "$url" -w 1s "$name"
+  run -75 rl acquire --url "$url" -n "$name"
+  run -75 rl --url "$url" -n "$name" touch ran
+  [[ ! -e ran ]]
+  # A waiter, woken by the release.
+  bg "$RLOCK" wait --url "$url" -w 20s "$name"
+  waiter=$BG_PID
+  sleep 0.5
+  running "$waiter"
+  run -0 rl release --url "$url" "$name"
+  [[ $(exists_on "$key" "$owner") == 0 ]]
+  reaped 0 "$waiter" 10
+  run -1 rl check --url "$url" "$name"
+  run -0 rl wait --url "$url" -w 1s "$name"
+  run -1 rl release --url "$url" "$name"
+  # And once more through every seed.
+  run -0 rl acquire --url "$RLOCK_CLUSTER_URL" -t 10s "$name"
+  held_on "$key" "$owner"
+  run -0 rl release --url "$RLOCK_CLUSTER_URL" --token "$output" "$name"
+  [[ $(exists_on "$key" "$owner") == 0 ]]
+}
+
+@test "--prefix holding a brace with a cluster URL: 64 with one line naming --prefix; a prefix without braces is used" {
+  local prefix owner
+  for prefix in 'a{' 'b}' '{x}:'; do
+    run -64 --separate-stderr rl --url "$RLOCK_CLUSTER_URL" --prefix "$prefix" braces touch ran
+    echo "$prefix: $stderr"
+    [[ -z $output ]]
+    ((${#stderr_lines[@]} == 1))
+    [[ $stderr == *--prefix* ]]
+    run -64 --separate-stderr rl status --url "$RLOCK_CLUSTER_URL" --prefix "$prefix"
+    ((${#stderr_lines[@]} == 1))
+    [[ $stderr == *--prefix* ]]
+    run -64 --separate-stderr rl acquire --url "$RLOCK_CLUSTER_URL" --prefix "$prefix" braces
+    [[ $stderr == *--prefix* ]]
+  done
+  [[ ! -e ran ]]
+  # The contrast: a prefix without braces.
+  owner=$(cluster_node_for_key "$CLUSTER_DIR" 'app:{pfx}')
+  run -0 rl --prefix app: pfx sh -c \
+    'echo "$RLOCK_KEY"; redis-cli -h 127.0.0.1 -p "$1" exists "$RLOCK_KEY"' _ "$owner"
+  [[ $output == $'app:{pfx}\n1' ]]
+}
+
+@test "status --json lists the locks held on every master, each with its master as node and its slot; --match and names select across masters" {
+  local line i
+  # A prefix of its own: no other test's locks in the listing.
+  hold_on_every_master st:
+  run -0 rl status --prefix st: --json
+  echo "$output" >status.json
+  run -0 status_rows status.json
+  echo "$output"
+  ((${#lines[@]} == 3))
+  [[ $(cut -d' ' -f1 <<<"$output" | sort) == "$(printf '%s\n' "${HELD_NAMES[@]}" | sort)" ]]
+  run -0 rl status --prefix st: --json --match "${HELD_NAMES[2]}"
+  echo "$output" >match.json
+  run -0 status_rows match.json
+  [[ $output == "${HELD_NAMES[2]} "* && ${#lines[@]} == 1 ]]
+  run -0 rl status --prefix st: "${HELD_NAMES[1]}"
+  [[ $output == *$'\n'"${HELD_NAMES[1]} "* ]]
+  run -1 rl status --prefix st: "${HELD_NAMES[1]}" free-one
+  # Where each lock lives.
+  run -0 status_rows status.json
+  for ((i = 0; i < 3; i++)); do
+    line="${HELD_NAMES[i]} 127.0.0.1:${HELD_OWNERS[i]} $(slot_of "$(lock_key "${HELD_NAMES[i]}" st:)")"
+    [[ $'\n'$output$'\n' == *$'\n'"$line"$'\n'* ]]
+  done
+}
+
+@test "status: a first line that starts with cluster:, then the table with the locks of every master" {
+  local name
+  hold_on_every_master st2:
+  run -0 rl status --prefix st2:
+  echo "$output"
+  [[ ${lines[0]} == cluster:* ]]
+  [[ ${lines[1]} == NAME* ]]
+  for name in "${HELD_NAMES[@]}"; do
+    [[ $output == *$'\n'"$name "*"sleep 30"* ]]
+  done
+}
+
+@test "doctor on the cluster URL: it answers with its checks, and --json is an object of checks" {
+  run rl doctor
+  echo "$output"
+  ((status == 0 || status == 1))
+  [[ $output =~ (^|$'\n')(ok|warn|fail|unknown)\ +[a-z] ]]
+  [[ $output == *[Cc]luster* ]]
+  run rl doctor --json
+  ((status == 0 || status == 1))
+  echo "$output" >doctor.json
+  [[ $(json_type doctor.json '["checks"]') == object ]]
+}
+
+@test "doctor: a TTL shorter than a cluster failover (cluster-node-timeout 1000) fails" {
+  run -1 rl doctor --ttl 1s
+  echo "$output"
+  [[ $output =~ (^|$'\n')fail\ +[^$'\n']*(failover|cluster-node-timeout) ]]
+  run rl doctor --ttl 30s
+  echo "$output"
+  [[ ! $output =~ (^|$'\n')fail\ +[^$'\n']*(failover|cluster-node-timeout) ]]
+}
+
+@test "contention: 8 processes x 25 runs on one name through the cluster URL: no overlap, counter 200, fences increase" {
+  local d=$BATS_TEST_TMPDIR/cs start=$EPOCHREALTIME owner
+  mkdir "$d"
+  echo 0 >"$d/counter"
+  : >"$d/overlaps"
+  : >"$d/fences"
+  : >"$d/errors"
+  # The critical section: entering must create "inside" (fails if someone
+  # else is inside), the counter is read-modify-written with a pause in
+  # between, leaving must remove "inside". Fences are logged in order.
+  cat >"$d/cs.sh" <<'EOF'
+#!/bin/sh
+d=$1
+mkdir "$d/inside" 2>/dev/null || echo "enter $RLOCK_FENCE" >>"$d/overlaps"
+echo "$RLOCK_FENCE" >>"$d/fences"
+n=$(cat "$d/counter")
+sleep 0.01
+echo $((n + 1)) >"$d/counter"
+rmdir "$d/inside" 2>/dev/null || echo "leave $RLOCK_FENCE" >>"$d/overlaps"
+EOF
+  chmod +x "$d/cs.sh"
+  # One bounded foreground command: timeout signals its whole process group
+  # (all workers and their rlocks) if the test hangs.
+  run -0 timeout -k 10 180 bash -c '
+    rlock=$1 d=$2
+    for w in 1 2 3 4 5 6 7 8; do
+      (
+        for r in $(seq 25); do
+          rc=0
+          "$rlock" contended "$d/cs.sh" "$d" 2>"$d/stderr.$w" || rc=$?
+          [ "$rc" -eq 0 ] || echo "worker $w run $r: exit $rc: $(cat "$d/stderr.$w")" >>"$d/errors"
+        done
+      ) </dev/null 3>&- &
+    done
+    wait' _ "$RLOCK" "$d"
+  note "contention, 200 runs: $(elapsed "$start") s"
+  echo "errors:"
+  cat "$d/errors"
+  echo "overlaps:"
+  cat "$d/overlaps"
+  [[ ! -s $d/errors ]]
+  [[ ! -s $d/overlaps ]]
+  [[ $(<"$d/counter") == 200 ]]
+  [[ $(wc -l <"$d/fences") == 200 ]]
+  increasing "$d/fences"
+  owner=$(owner_of contended)
+  [[ $(exists_on "$(lock_key contended)" "$owner") == 0 ]]
+}
+
+# --- resharding --------------------------------------------------------------
+
+@test "a resharding of NAME's slot during a hold keeps the lock: renewed on the new master, a waiter across the move starts only after the holder" {
+  local name key from to slot hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2
+  local ev2=$BATS_TEST_TMPDIR/ev2 r1 r2 start
+  from=${CLUSTER_MASTER_PORTS%% *}
+  name=$(name_on "$from" resharded)
+  key=$(lock_key "$name")
+  slot=$(slot_of "$key")
+  to=$(other_master "$from")
+  bg "$RLOCK" -t 3s "$name" bash -c "$(hold_script "$hb1" 10)"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  child_group "$hb1" >/dev/null
+  renewed_on "$key" "$from"
+  # A waiter subscribed on the old master, which drops a sharded
+  # subscription when the slot moves.
+  bg "$RLOCK" -t 3s -w 30s --events "$ev2" "$name" bash -c "$(hold_script "$hb2" 1)"
+  r2=$BG_PID
+  wait_until 5 has_event "$ev2" waiting
+  start=$EPOCHREALTIME
+  echo "$slot $to" >"$MIGRATING_FILE"
+  cluster_migrate_slot "$CLUSTER_DIR" "$slot" "$to"
+  : >"$MIGRATING_FILE"
+  note "slot $slot of '$name' moved from $from to $to in $(elapsed "$start") s"
+  [[ $(cluster_node_for_key "$CLUSTER_DIR" "$key") == "$to" ]]
+  # Renewals reach the new master.
+  renewed_on "$key" "$to"
+  renewed_on "$key" "$to"
+  run -75 rl -n "$name" touch ran
+  [[ ! -e ran ]]
+  running "$r2"
+  reaped 0 "$r1" 15
+  reaped 0 "$r2" 30
+  no_overlap "$hb1" "$hb2"
+  [[ -s $hb2 ]]
+  (($(span_ms "$hb1") >= 9900))
+  [[ $(exists_on "$key" "$to") == 0 ]]
+}
+
+@test "a waiter on a slot being migrated gets the lock once the holder ends and the move completes" {
+  local name key from to slot from_id to_id hb1=$BATS_TEST_TMPDIR/hb1
+  local hb2=$BATS_TEST_TMPDIR/hb2 r1 r2 pgid rc1=0 start
+  from=${CLUSTER_MASTER_PORTS%% *}
+  name=$(name_on "$from" migrating)
+  key=$(lock_key "$name")
+  slot=$(slot_of "$key")
+  to=$(other_master "$from")
+  from_id=$(topology_cli "$from" cluster myid)
+  to_id=$(topology_cli "$to" cluster myid)
+  bg "$RLOCK" -t 5s "$name" bash -c "$(hold_script "$hb1" 3)"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  # The first half of a resharding: the slot is importing on $to and
+  # migrating on $from, its keys still on $from.
+  echo "$slot $to" >"$MIGRATING_FILE"
+  cluster_setslot "$to" "$slot" importing "$from_id"
+  cluster_setslot "$from" "$slot" migrating "$to_id"
+  [[ $(topology_cli "$from" cluster nodes) == *"[$slot->-$to_id]"* ]]
+  bg "$RLOCK" -t 5s -w 20s "$name" bash -c "$(hold_script "$hb2" 1)"
+  r2=$BG_PID
+  # The holder's command ends while the slot is half moved; then the move
+  # completes (the keys, then the slot's owner).
+  wait_until 10 group_dead "$pgid"
+  sleep 0.5
+  start=$EPOCHREALTIME
+  cluster_migrate_slot "$CLUSTER_DIR" "$slot" "$to"
+  : >"$MIGRATING_FILE"
+  reap "$r1" 15 || rc1=$?
+  reaped 0 "$r2" 20
+  note "the holder exited $rc1; the waiter's command started (from the move's start)" \
+    "$((($(first_beat "$hb2") - $(usec "$start")) / 1000)) ms"
+  cat "$BATS_TEST_TMPDIR"/bg.*.err
+  ((rc1 == 0))
+  no_overlap "$hb1" "$hb2"
+  [[ -s $hb2 ]]
+  [[ $(cluster_node_for_key "$CLUSTER_DIR" "$key") == "$to" ]]
+  [[ $(exists_on "$key" "$to") == 0 ]]
+}
+
+# --- failovers ---------------------------------------------------------------
+
+@test "kill -9 of NAME's master during a hold: the run goes on or ends (70) before a waiter's command starts, never both" {
+  local name old new hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2
+  local ev1=$BATS_TEST_TMPDIR/ev1 r1 r2 pgid rc1=0 start
+  old=$(master_with_replica)
+  name=$(name_on "$old" failover)
+  bg "$RLOCK" -t 3s --events "$ev1" "$name" bash -c "$(hold_script "$hb1" 8)"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  # A renewal first: the lease then is one the renewer has kept.
+  wait_until 5 has_event "$ev1" renewed
+  bg "$RLOCK" -t 3s -w 30s "$name" bash -c "$(hold_script "$hb2" 1)"
+  r2=$BG_PID
+  start=$EPOCHREALTIME
+  new=$(cluster_failover_by_kill "$CLUSTER_DIR" "$old")
+  note "failover from $old to $new in $(elapsed "$start") s"
+  [[ $(owner_of "$name") == "$new" ]]
+  reap "$r1" 20 || rc1=$?
+  reaped 0 "$r2" 40
+  note "the holder exited $rc1"
+  cat "$BATS_TEST_TMPDIR"/bg.*.err
+  no_overlap "$hb1" "$hb2"
+  [[ -s $hb2 ]]
+  if ((rc1 == 70)); then
+    wait_until 3 group_dead "$pgid"
+    before "$(last_beat "$hb1")" "$(($(lease_start "$ev1") + 3000000))" \
+      "the holder's last heartbeat vs its lease's end"
+  else
+    # Kept on the new master: the command ran to its end.
+    ((rc1 == 0))
+    (($(span_ms "$hb1") >= 7900))
+  fi
+}
+
+@test "fences keep increasing across a cluster failover (kill -9 of NAME's master)" {
+  local old new name start
+  old=$(master_with_replica)
+  name=$(name_on "$old" fenced)
+  : >fences
+  for _ in 1 2 3; do
+    run -0 rl -w 10s "$name" sh -c 'echo "$RLOCK_FENCE" >>fences'
+  done
+  echo failover >>fences
+  start=$EPOCHREALTIME
+  new=$(cluster_failover_by_kill "$CLUSTER_DIR" "$old")
+  note "failover from $old to $new in $(elapsed "$start") s"
+  [[ $(owner_of "$name") == "$new" ]]
+  for _ in 1 2 3; do
+    run -0 rl -w 10s "$name" sh -c 'echo "$RLOCK_FENCE" >>fences'
+  done
+  cat fences
+  [[ $(grep -cE '^[0-9]+$' fences) == 6 ]]
+  increasing fences
+}
+
+# --- a master lost for good --------------------------------------------------
+
+@test "3 masters without replicas, one killed: a run for a name on it exits 69 once -w has run out" {
+  local url dead name start took
+  cluster_start "$LONE_DIR" 3 0
+  url=$RLOCK_CLUSTER_URL
+  dead=${CLUSTER_MASTER_PORTS##* }
+  name=$(name_on "$dead" orphan "$LONE_DIR")
+  run -0 rl --url "$url" "$name" true
+  topology_kill "$dead"
+  start=$EPOCHREALTIME
+  run -69 --separate-stderr rl --url "$url" -w 3s "$name" touch ran
+  took=$(elapsed "$start")
+  note "exit 69 after $took s: $stderr"
+  [[ ! -e ran ]]
+  [[ $stderr == rlock:* ]]
+  # It waited for -w: at least about 3 s.
+  awk -v t="$took" 'BEGIN { exit !(t >= 2.9) }'
+}
+
+@test "status with a master down: 69, the master that does not answer named on stderr" {
+  [[ -s $LONE_DIR/cluster.order ]] || skip "needs the cluster of the test before"
+  local url dead
+  cluster_export "$LONE_DIR"
+  url=$RLOCK_CLUSTER_URL
+  dead=$(topology_ports "$LONE_DIR" cluster | grep -vxF -f <(topology_ports "$LONE_DIR" cluster running))
+  [[ $dead =~ ^[0-9]+$ ]]
+  run -69 --separate-stderr rl status --url "$url"
+  echo "stdout: $output"
+  echo "stderr: $stderr"
+  [[ $stderr == *"127.0.0.1:$dead"* ]]
+  topology_stop "$LONE_DIR"
+}
