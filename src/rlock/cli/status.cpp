@@ -113,14 +113,9 @@ nothing_held(const StatusOptions& options,
 // `snapshot`; returns whether there was one.
 bool
 report_unreachable(const lock::StatusSnapshot& snapshot) {
-  for (const auto& entry : snapshot.unreachable) {
-    // "ADDRESS: why"; an address holds no ": ".
-    const auto colon = entry.find(": ");
-    const auto address = entry.substr(0, colon);
-    const auto why =
-        colon == std::string::npos ? std::string() : entry.substr(colon + 2);
-    log::error("the locks on master " + address + " are not listed"
-               + (why.empty() ? "" : ": " + why));
+  for (const auto& silent : snapshot.unreachable) {
+    log::error("the locks on master " + silent.address
+               + " are not listed: " + silent.why);
   }
   return !snapshot.unreachable.empty();
 }
@@ -155,12 +150,11 @@ report_silent_nodes(const lock::DeploymentState& state,
     }
   }
   for (const auto& shard : state.shards) {
-    const auto named =
-        std::any_of(snapshot.unreachable.begin(),
-                    snapshot.unreachable.end(),
-                    [&](const auto& entry) {
-                      return entry.starts_with(shard.master + ": ");
-                    });
+    const auto named = std::any_of(snapshot.unreachable.begin(),
+                                   snapshot.unreachable.end(),
+                                   [&](const lock::SilentNode& silent) {
+                                     return silent.address == shard.master;
+                                   });
     if (!shard.error.empty() && !named) {
       log::warning("master " + shard.master
                    + " did not answer: " + shard.error);

@@ -336,8 +336,9 @@ ClusterStore::list_locks(std::string_view match) {
       }
     } catch (const redis::Failure& failure) {
       m_map_stale = true;
-      snapshot.unreachable.push_back(master.address() + ": " + failure.what());
-      reasons += (reasons.empty() ? "" : "; ") + snapshot.unreachable.back();
+      snapshot.unreachable.push_back({master.address(), failure.what()});
+      reasons += (reasons.empty() ? "" : "; ") + master.address() + ": "
+                 + failure.what();
     }
   }
   if (!answered) {

@@ -105,12 +105,18 @@ struct LockState {
   int slot = -1;
 };
 
+// A Redis Cluster master that did not answer, and why.
+struct SilentNode {
+  std::string address;
+  std::string why;
+};
+
 struct StatusSnapshot {
   std::int64_t server_now_ms = 0; // to tell how long each lock has been held
   std::vector<LockState> locks;
-  // Redis Cluster: each master that did not answer and why ("127.0.0.1:7001:
-  // connection refused"); the locks are those of the masters that did.
-  std::vector<std::string> unreachable;
+  // Redis Cluster: each master that did not answer; the locks are those of
+  // the masters that did.
+  std::vector<SilentNode> unreachable;
 };
 
 // A replica as its master reports it (INFO replication).
