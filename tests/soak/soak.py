@@ -821,7 +821,13 @@ def probe(d):
     early = list(soak.outlived)
     time.sleep(GRACE_S + 0.5)
     soak.scan()
+    # SIGKILL takes effect asynchronously: give the killed process a moment
+    # to be gone (a loaded machine saw it still running right after).
+    deadline = time.monotonic() + 2
     left = soak.ours()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = soak.ours()
     soak.events.close()
     if early or len(soak.outlived) != 1 or left:
         print(f"soak: probe FAILED: outlived within the grace {early}, after it "
