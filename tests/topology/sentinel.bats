@@ -33,6 +33,7 @@ bats_require_minimum_version 1.5.0
 
 load ../cli/helpers
 load ../cli/heartbeat
+load ../lib/contention
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
 
@@ -166,13 +167,6 @@ span_ms() {
   echo $((($(last_beat "$1") - $(first_beat "$1")) / 1000))
 }
 
-# increasing FILE: the numbers in FILE (other lines skipped) increase
-# strictly, line by line.
-increasing() {
-  awk '/^[0-9]+$/ { if (n++ && $1 <= prev) { print "fence " $1 " after " prev; bad = 1 } prev = $1 }
-       END { exit bad }' "$1"
-}
-
 # start_waiter NAME HB SECONDS ARG...: in the background, rlock ARG... NAME
 # running hold_script HB SECONDS. Started while the sentinels still name
 # the dead master, it must wait the failover out. Sets BG_PID.
@@ -273,50 +267,10 @@ held_on() {
 }
 
 @test "contention: 8 processes x 25 runs on the sentinel URL: no overlap, counter 200, fences increase" {
-  local d=$BATS_TEST_TMPDIR/cs start=$EPOCHREALTIME
-  mkdir "$d"
-  echo 0 >"$d/counter"
-  : >"$d/overlaps"
-  : >"$d/fences"
-  : >"$d/errors"
-  # The critical section: entering must create "inside" (fails if someone
-  # else is inside), the counter is read-modify-written with a pause in
-  # between, leaving must remove "inside". Fences are logged in order.
-  cat >"$d/cs.sh" <<'EOF'
-#!/bin/sh
-d=$1
-mkdir "$d/inside" 2>/dev/null || echo "enter $RLOCK_FENCE" >>"$d/overlaps"
-echo "$RLOCK_FENCE" >>"$d/fences"
-n=$(cat "$d/counter")
-sleep 0.01
-echo $((n + 1)) >"$d/counter"
-rmdir "$d/inside" 2>/dev/null || echo "leave $RLOCK_FENCE" >>"$d/overlaps"
-EOF
-  chmod +x "$d/cs.sh"
-  # One bounded foreground command: timeout signals its whole process group
-  # (all workers and their rlocks) if the test hangs.
-  run -0 timeout -k 10 180 bash -c '
-    rlock=$1 d=$2
-    for w in 1 2 3 4 5 6 7 8; do
-      (
-        for r in $(seq 25); do
-          rc=0
-          "$rlock" contended "$d/cs.sh" "$d" 2>"$d/stderr.$w" || rc=$?
-          [ "$rc" -eq 0 ] || echo "worker $w run $r: exit $rc: $(cat "$d/stderr.$w")" >>"$d/errors"
-        done
-      ) </dev/null 3>&- &
-    done
-    wait' _ "$RLOCK" "$d"
+  local start=$EPOCHREALTIME
+  contend "$BATS_TEST_TMPDIR/cs" 8 25 "$RLOCK" contended
   note "contention, 200 runs: $(elapsed "$start") s"
-  echo "errors:"
-  cat "$d/errors"
-  echo "overlaps:"
-  cat "$d/overlaps"
-  [[ ! -s $d/errors ]]
-  [[ ! -s $d/overlaps ]]
-  [[ $(<"$d/counter") == 200 ]]
-  [[ $(wc -l <"$d/fences") == 200 ]]
-  increasing "$d/fences"
+  contention_ok "$BATS_TEST_TMPDIR/cs" 200
   [[ $(exists_on "$(lock_key contended)" "$(sentinel_master_port "$SHARED_DIR")") == 0 ]]
 }
 
