@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 #
 # Children's heartbeats and lease times, for the fault tests (faults.bats,
-# netfaults.bats). Load after helpers. A heartbeat child appends
-# $EPOCHREALTIME to a file every 50 ms; a lease's start is the `time` of the
-# last "acquired" or "renewed" --events record. The tests' setup creates
-# $GROUPS_FILE (process groups for teardown to kill).
+# netfaults.bats) and the topology suites (tests/topology/sentinel.bats,
+# cluster.bats). Load after helpers. A heartbeat child appends
+# $EPOCHREALTIME to a file every 50 ms (hold_script's every 20 ms); a lease's
+# start is the `time` of the last "acquired" or "renewed" --events record.
+# The tests' setup creates $GROUPS_FILE (process groups for teardown to kill).
 #
 # The child scripts are single-quoted on purpose.
 # shellcheck disable=SC2016
@@ -21,6 +22,15 @@ heartbeat_script() {
 # every 50 ms, then exits 0 (a second holder's child).
 beats_script() {
   printf 'for i in $(seq %d); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.05; done' "$2" "$1"
+}
+
+# hold_script FILE SECONDS: a bash script that writes its PID to FILE.pid
+# (its process group: rlock makes the child a group leader), then appends
+# $EPOCHREALTIME to FILE every 20 ms for SECONDS, then exits 0.
+hold_script() {
+  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
+  printf 'end=$((${EPOCHREALTIME//[.,]/} + %d000000)); ' "$2"
+  printf 'while ((${EPOCHREALTIME//[.,]/} < end)); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.02; done' "$1"
 }
 
 # beating FILE: true once the heartbeat child of FILE is running.
@@ -85,6 +95,32 @@ beats_after() {
     (($(usec "$line") > $2)) && n=$((n + 1))
   done <"$1"
   echo "$n"
+}
+
+# span_ms FILE: milliseconds between the first and the last beat in FILE.
+span_ms() {
+  echo $((($(last_beat "$1") - $(first_beat "$1")) / 1000))
+}
+
+# no_overlap FILE...: the heartbeat intervals [first, last] of the FILEs
+# that have beats never intersect. Prints them, sorted by start, in ms.
+no_overlap() {
+  local file first last prev='' prev_end=0 bad=0
+  for file; do
+    [[ -s $file ]] || continue
+    echo "$(first_beat "$file") $(last_beat "$file") $file"
+  done | sort -n >"$BATS_TEST_TMPDIR/intervals"
+  while read -r first last file; do
+    echo "interval $((first / 1000)) - $((last / 1000)) ms: $file"
+    if ((first <= prev_end)); then
+      echo "OVERLAP: $file starts $(((prev_end - first) / 1000)) ms before $prev ends" >&2
+      bad=1
+    fi
+    if ((last > prev_end)); then
+      prev_end=$last prev=$file
+    fi
+  done <"$BATS_TEST_TMPDIR/intervals"
+  return "$bad"
 }
 
 # event_count FILE EVENT: how many EVENT lines the --events FILE has.

@@ -132,41 +132,6 @@ replicas_now() {
   topology_ports "$1" node running | grep -vx "$master"
 }
 
-# hold_script FILE SECONDS: a bash script that writes its PID to FILE.pid
-# (its process group: rlock makes the child a group leader), then appends
-# $EPOCHREALTIME to FILE every 20 ms for SECONDS, then exits 0.
-hold_script() {
-  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
-  printf 'end=$((${EPOCHREALTIME//[.,]/} + %d000000)); ' "$2"
-  printf 'while ((${EPOCHREALTIME//[.,]/} < end)); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.02; done' "$1"
-}
-
-# no_overlap FILE...: the heartbeat intervals [first, last] of the FILEs
-# that have beats never intersect. Prints them, sorted by start, in ms.
-no_overlap() {
-  local file first last prev='' prev_end=0 bad=0
-  for file; do
-    [[ -s $file ]] || continue
-    echo "$(first_beat "$file") $(last_beat "$file") $file"
-  done | sort -n >"$BATS_TEST_TMPDIR/intervals"
-  while read -r first last file; do
-    echo "interval $((first / 1000)) - $((last / 1000)) ms: $file"
-    if ((first <= prev_end)); then
-      echo "OVERLAP: $file starts $(((prev_end - first) / 1000)) ms before $prev ends" >&2
-      bad=1
-    fi
-    if ((last > prev_end)); then
-      prev_end=$last prev=$file
-    fi
-  done <"$BATS_TEST_TMPDIR/intervals"
-  return "$bad"
-}
-
-# span_ms FILE: milliseconds between the first and the last beat in FILE.
-span_ms() {
-  echo $((($(last_beat "$1") - $(first_beat "$1")) / 1000))
-}
-
 # start_waiter NAME HB SECONDS ARG...: in the background, rlock ARG... NAME
 # running hold_script HB SECONDS. Started while the sentinels still name
 # the dead master, it must wait the failover out. Sets BG_PID.
