@@ -32,6 +32,7 @@ load ../cli/heartbeat
 load ../lib/contention
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+load common
 
 setup_file() {
   local rc=0 start=$EPOCHREALTIME
@@ -88,27 +89,7 @@ teardown() {
   fi
 }
 
-# note TEXT: a line in the TAP output, for the timings.
-note() {
-  echo "# $*" >&3
-}
-
-# elapsed SINCE: seconds since EPOCHREALTIME was SINCE, to 0.1 s.
-elapsed() {
-  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
-}
-
 # --- where keys live, from the servers ---------------------------------------
-
-# exists_on KEY PORT: EXISTS KEY on the node on PORT (1, 0, or MOVED...).
-exists_on() {
-  topology_cli "$2" exists "$1"
-}
-
-# held_on KEY PORT: KEY exists on the node on PORT.
-held_on() {
-  [[ $(exists_on "$1" "$2") == 1 ]]
-}
 
 # renewed_on KEY PORT: within 5 s, KEY's PTTL on the node on PORT goes up:
 # a renewal reached that node (between renewals PTTL only falls).

@@ -10,6 +10,7 @@ bats_require_minimum_version 1.5.0
 
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+load common
 
 setup_file() {
   local rc=0 cluster_rc=0 cluster_pid start=$EPOCHREALTIME
@@ -43,16 +44,6 @@ setup() {
   if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
     skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
   fi
-}
-
-# note TEXT: a line in the TAP output, for the timings.
-note() {
-  echo "# $*" >&3
-}
-
-# elapsed SINCE: seconds since EPOCHREALTIME was SINCE, to 0.1 s.
-elapsed() {
-  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
 }
 
 # valid_ports PORT...: every PORT is a number, none is 6379 or 26379, and

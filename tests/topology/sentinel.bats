@@ -36,6 +36,7 @@ load ../cli/heartbeat
 load ../lib/contention
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+load common
 
 setup_file() {
   local rc=0 rc_kill=0 rc_lone=0 pid_kill pid_lone start=$EPOCHREALTIME
@@ -104,16 +105,6 @@ teardown() {
   [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
 }
 
-# note TEXT: a line in the TAP output, for the timings.
-note() {
-  echo "# $*" >&3
-}
-
-# elapsed SINCE: seconds since EPOCHREALTIME was SINCE, to 0.1 s.
-elapsed() {
-  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
-}
-
 # freeze PORT / thaw PORT: SIGSTOP / SIGCONT the server on PORT; teardown
 # continues whatever a test froze.
 freeze() {
@@ -148,19 +139,9 @@ still_waiting() {
   return 1
 }
 
-# exists_on KEY PORT: EXISTS KEY on the server on PORT (1 or 0).
-exists_on() {
-  topology_cli "$2" exists "$1"
-}
-
 # role_is PORT ROLE: the server on PORT answers ROLE with ROLE first.
 role_is() {
   [[ $(topology_role "$1") == "$2" ]]
-}
-
-# held_on KEY PORT: KEY exists on the server on PORT.
-held_on() {
-  [[ $(exists_on "$1" "$2") == 1 ]]
 }
 
 # --- the URL -----------------------------------------------------------------
