@@ -39,14 +39,7 @@ setup_file() {
   export CLUSTER_DIR=$BATS_FILE_TMPDIR/cluster
   export LONE_DIR=$BATS_FILE_TMPDIR/lone
   cluster_start "$CLUSTER_DIR" 3 1 || rc=$?
-  if ((rc == 0)); then
-    note "bring-up of the cluster: $(elapsed "$start") s"
-  elif ((rc == 125)); then
-    export TOPOLOGY_TEST_SKIP=1
-  else
-    topology_stop "$BATS_FILE_TMPDIR"
-    return "$rc"
-  fi
+  brought_up "$rc" "bring-up of the cluster" "$start"
 }
 
 teardown_file() {
@@ -54,9 +47,7 @@ teardown_file() {
 }
 
 setup() {
-  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
-    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
-  fi
+  skip_without_topology
   if [[ ! -x $RLOCK ]]; then
     echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
     return 1

@@ -55,14 +55,7 @@ setup_file() {
   cat "$BATS_FILE_TMPDIR/kill.out" "$BATS_FILE_TMPDIR/lone.out" >&2
   ((rc != 0)) || rc=$rc_kill
   ((rc != 0)) || rc=$rc_lone
-  if ((rc == 0)); then
-    note "bring-up of three sentinel topologies: $(elapsed "$start") s"
-  elif ((rc == 125)); then
-    export TOPOLOGY_TEST_SKIP=1
-  else
-    topology_stop "$BATS_FILE_TMPDIR"
-    return "$rc"
-  fi
+  brought_up "$rc" "bring-up of three sentinel topologies" "$start"
 }
 
 teardown_file() {
@@ -70,9 +63,7 @@ teardown_file() {
 }
 
 setup() {
-  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
-    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
-  fi
+  skip_without_topology
   if [[ ! -x $RLOCK ]]; then
     echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
     return 1
