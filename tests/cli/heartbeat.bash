@@ -187,3 +187,24 @@ lost_without_overlap() {
   before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
     "first child's last heartbeat vs the next holder's child's first"
 }
+
+# kept_or_lost RC PGID HB1 EVENTS TTL_MS SECONDS HB2: after a failover under
+# a holder (rlock's exit status RC, its child's group PGID, the child a
+# hold_script of SECONDS beating in HB1, --events EVENTS, a TTL of TTL_MS)
+# and a waiter whose child beat in HB2: the two children never beat at once
+# and the waiter's ran; the holder either lost the lock (70), its child
+# gone and its last beat before its lease's end, or kept it (0) and its
+# command ran to its end.
+kept_or_lost() {
+  local rc=$1 pgid=$2 hb1=$3 events=$4 ttl_ms=$5 seconds=$6 hb2=$7
+  no_overlap "$hb1" "$hb2"
+  [[ -s $hb2 ]]
+  if ((rc == 70)); then
+    wait_until 3 group_dead "$pgid"
+    before "$(last_beat "$hb1")" "$(($(lease_start "$events") + ttl_ms * 1000))" \
+      "the holder's last heartbeat vs its lease's end"
+  else
+    ((rc == 0))
+    (($(span_ms "$hb1") >= seconds * 1000 - 100))
+  fi
+}

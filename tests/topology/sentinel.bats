@@ -287,17 +287,7 @@ kill_round() {
   reap "$r1" 20 || rc1=$?
   reaped 0 "$r2" 40
   note "round $n: the holder exited $rc1"
-  no_overlap "$hb1" "$hb2"
-  [[ -s $hb2 ]]
-  if ((rc1 == 70)); then
-    wait_until 3 group_dead "$pgid"
-    before "$(last_beat "$hb1")" "$(($(lease_start "$ev1") + 3000000))" \
-      "the holder's last heartbeat vs its lease's end"
-  else
-    # Kept on the new master: the command ran to its end.
-    ((rc1 == 0))
-    (($(span_ms "$hb1") >= 7900))
-  fi
+  kept_or_lost "$rc1" "$pgid" "$hb1" "$ev1" 3000 8 "$hb2"
 }
 
 @test "kill -9 of the master during a hold, twice: the run goes on or ends (70) before a waiter's command starts, never both" {
@@ -371,16 +361,7 @@ kill_round() {
   reaped 0 "$r2" 30
   note "the holder exited $rc1; renew-failed: $(grep '"renew-failed"' "$ev1" |
     sed -E 's/.*"error":"([^"]*)".*/\1/' | sort | uniq -c | tr '\n' ';')"
-  no_overlap "$hb1" "$hb2"
-  [[ -s $hb2 ]]
-  if ((rc1 == 70)); then
-    wait_until 3 group_dead "$pgid"
-    before "$(last_beat "$hb1")" "$(($(lease_start "$ev1") + 6000000))" \
-      "the holder's last heartbeat vs its lease's end"
-  else
-    ((rc1 == 0))
-    (($(span_ms "$hb1") >= 11900))
-  fi
+  kept_or_lost "$rc1" "$pgid" "$hb1" "$ev1" 6000 12 "$hb2"
 }
 
 # A double holder found here: a waiter kept the connection it opened
