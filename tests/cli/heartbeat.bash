@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 #
 # Children's heartbeats and lease times, for the fault tests (faults.bats,
-# netfaults.bats). Load after helpers. A heartbeat child appends
-# $EPOCHREALTIME to a file every 50 ms; a lease's start is the `time` of the
-# last "acquired" or "renewed" --events record. The tests' setup creates
-# $GROUPS_FILE (process groups for teardown to kill).
+# netfaults.bats) and the topology suites (tests/topology/sentinel.bats,
+# cluster.bats). Load after helpers. A heartbeat child appends
+# $EPOCHREALTIME to a file every 50 ms (hold_script's every 20 ms); a lease's
+# start is the `time` of the last "acquired" or "renewed" --events record.
+# The tests' setup creates $GROUPS_FILE (process groups for teardown to kill).
 #
 # The child scripts are single-quoted on purpose.
 # shellcheck disable=SC2016
@@ -21,6 +22,15 @@ heartbeat_script() {
 # every 50 ms, then exits 0 (a second holder's child).
 beats_script() {
   printf 'for i in $(seq %d); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.05; done' "$2" "$1"
+}
+
+# hold_script FILE SECONDS: a bash script that writes its PID to FILE.pid
+# (its process group: rlock makes the child a group leader), then appends
+# $EPOCHREALTIME to FILE every 20 ms for SECONDS, then exits 0.
+hold_script() {
+  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
+  printf 'end=$((${EPOCHREALTIME//[.,]/} + %d000000)); ' "$2"
+  printf 'while ((${EPOCHREALTIME//[.,]/} < end)); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.02; done' "$1"
 }
 
 # beating FILE: true once the heartbeat child of FILE is running.
@@ -87,6 +97,32 @@ beats_after() {
   echo "$n"
 }
 
+# span_ms FILE: milliseconds between the first and the last beat in FILE.
+span_ms() {
+  echo $((($(last_beat "$1") - $(first_beat "$1")) / 1000))
+}
+
+# no_overlap FILE...: the heartbeat intervals [first, last] of the FILEs
+# that have beats never intersect. Prints them, sorted by start, in ms.
+no_overlap() {
+  local file first last prev='' prev_end=0 bad=0
+  for file; do
+    [[ -s $file ]] || continue
+    echo "$(first_beat "$file") $(last_beat "$file") $file"
+  done | sort -n >"$BATS_TEST_TMPDIR/intervals"
+  while read -r first last file; do
+    echo "interval $((first / 1000)) - $((last / 1000)) ms: $file"
+    if ((first <= prev_end)); then
+      echo "OVERLAP: $file starts $(((prev_end - first) / 1000)) ms before $prev ends" >&2
+      bad=1
+    fi
+    if ((last > prev_end)); then
+      prev_end=$last prev=$file
+    fi
+  done <"$BATS_TEST_TMPDIR/intervals"
+  return "$bad"
+}
+
 # event_count FILE EVENT: how many EVENT lines the --events FILE has.
 event_count() {
   grep -c "\"event\":\"$2\"" "$1" 2>/dev/null || true
@@ -150,4 +186,25 @@ lost_without_overlap() {
   reaped 0 "$next" 10
   before "$(last_beat "$hb1")" "$(first_beat "$hb2")" \
     "first child's last heartbeat vs the next holder's child's first"
+}
+
+# kept_or_lost RC PGID HB1 EVENTS TTL_MS SECONDS HB2: after a failover under
+# a holder (rlock's exit status RC, its child's group PGID, the child a
+# hold_script of SECONDS beating in HB1, --events EVENTS, a TTL of TTL_MS)
+# and a waiter whose child beat in HB2: the two children never beat at once
+# and the waiter's ran; the holder either lost the lock (70), its child
+# gone and its last beat before its lease's end, or kept it (0) and its
+# command ran to its end.
+kept_or_lost() {
+  local rc=$1 pgid=$2 hb1=$3 events=$4 ttl_ms=$5 seconds=$6 hb2=$7
+  no_overlap "$hb1" "$hb2"
+  [[ -s $hb2 ]]
+  if ((rc == 70)); then
+    wait_until 3 group_dead "$pgid"
+    before "$(last_beat "$hb1")" "$(($(lease_start "$events") + ttl_ms * 1000))" \
+      "the holder's last heartbeat vs its lease's end"
+  else
+    ((rc == 0))
+    (($(span_ms "$hb1") >= seconds * 1000 - 100))
+  fi
 }

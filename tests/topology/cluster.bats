@@ -29,22 +29,17 @@ bats_require_minimum_version 1.5.0
 
 load ../cli/helpers
 load ../cli/heartbeat
+load ../lib/contention
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+load common
 
 setup_file() {
   local rc=0 start=$EPOCHREALTIME
   export CLUSTER_DIR=$BATS_FILE_TMPDIR/cluster
   export LONE_DIR=$BATS_FILE_TMPDIR/lone
   cluster_start "$CLUSTER_DIR" 3 1 || rc=$?
-  if ((rc == 0)); then
-    note "bring-up of the cluster: $(elapsed "$start") s"
-  elif ((rc == 125)); then
-    export TOPOLOGY_TEST_SKIP=1
-  else
-    topology_stop "$BATS_FILE_TMPDIR"
-    return "$rc"
-  fi
+  brought_up "$rc" "bring-up of the cluster" "$start"
 }
 
 teardown_file() {
@@ -52,9 +47,7 @@ teardown_file() {
 }
 
 setup() {
-  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
-    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
-  fi
+  skip_without_topology
   if [[ ! -x $RLOCK ]]; then
     echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
     return 1
@@ -87,27 +80,7 @@ teardown() {
   fi
 }
 
-# note TEXT: a line in the TAP output, for the timings.
-note() {
-  echo "# $*" >&3
-}
-
-# elapsed SINCE: seconds since EPOCHREALTIME was SINCE, to 0.1 s.
-elapsed() {
-  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
-}
-
 # --- where keys live, from the servers ---------------------------------------
-
-# exists_on KEY PORT: EXISTS KEY on the node on PORT (1, 0, or MOVED...).
-exists_on() {
-  topology_cli "$2" exists "$1"
-}
-
-# held_on KEY PORT: KEY exists on the node on PORT.
-held_on() {
-  [[ $(exists_on "$1" "$2") == 1 ]]
-}
 
 # renewed_on KEY PORT: within 5 s, KEY's PTTL on the node on PORT goes up:
 # a renewal reached that node (between renewals PTTL only falls).
@@ -203,50 +176,6 @@ hold_on_every_master() {
   for ((i = 0; i < 3; i++)); do
     wait_until 10 held_on "$(lock_key "${HELD_NAMES[i]}" "$1")" "${HELD_OWNERS[i]}"
   done
-}
-
-# --- heartbeats and overlaps -------------------------------------------------
-
-# hold_script FILE SECONDS: a bash script that writes its PID to FILE.pid
-# (its process group: rlock makes the child a group leader), then appends
-# $EPOCHREALTIME to FILE every 20 ms for SECONDS, then exits 0.
-hold_script() {
-  printf 'echo $$ >"%s.pid.tmp" && mv "%s.pid.tmp" "%s.pid"; ' "$1" "$1" "$1"
-  printf 'end=$((${EPOCHREALTIME//[.,]/} + %d000000)); ' "$2"
-  printf 'while ((${EPOCHREALTIME//[.,]/} < end)); do echo "$EPOCHREALTIME" >>"%s"; sleep 0.02; done' "$1"
-}
-
-# no_overlap FILE...: the heartbeat intervals [first, last] of the FILEs
-# that have beats never intersect. Prints them, sorted by start, in ms.
-no_overlap() {
-  local file first last prev='' prev_end=0 bad=0
-  for file; do
-    [[ -s $file ]] || continue
-    echo "$(first_beat "$file") $(last_beat "$file") $file"
-  done | sort -n >"$BATS_TEST_TMPDIR/intervals"
-  while read -r first last file; do
-    echo "interval $((first / 1000)) - $((last / 1000)) ms: $file"
-    if ((first <= prev_end)); then
-      echo "OVERLAP: $file starts $(((prev_end - first) / 1000)) ms before $prev ends" >&2
-      bad=1
-    fi
-    if ((last > prev_end)); then
-      prev_end=$last prev=$file
-    fi
-  done <"$BATS_TEST_TMPDIR/intervals"
-  return "$bad"
-}
-
-# span_ms FILE: milliseconds between the first and the last beat in FILE.
-span_ms() {
-  echo $((($(last_beat "$1") - $(first_beat "$1")) / 1000))
-}
-
-# increasing FILE: the numbers in FILE (other lines skipped) increase
-# strictly, line by line.
-increasing() {
-  awk '/^[0-9]+$/ { if (n++ && $1 <= prev) { print "fence " $1 " after " prev; bad = 1 } prev = $1 }
-       END { exit bad }' "$1"
 }
 
 # --- the URL, names and commands ---------------------------------------------
@@ -497,50 +426,10 @@ increasing() {
 }
 
 @test "contention: 8 processes x 25 runs on one name through the cluster URL: no overlap, counter 200, fences increase" {
-  local d=$BATS_TEST_TMPDIR/cs start=$EPOCHREALTIME owner
-  mkdir "$d"
-  echo 0 >"$d/counter"
-  : >"$d/overlaps"
-  : >"$d/fences"
-  : >"$d/errors"
-  # The critical section: entering must create "inside" (fails if someone
-  # else is inside), the counter is read-modify-written with a pause in
-  # between, leaving must remove "inside". Fences are logged in order.
-  cat >"$d/cs.sh" <<'EOF'
-#!/bin/sh
-d=$1
-mkdir "$d/inside" 2>/dev/null || echo "enter $RLOCK_FENCE" >>"$d/overlaps"
-echo "$RLOCK_FENCE" >>"$d/fences"
-n=$(cat "$d/counter")
-sleep 0.01
-echo $((n + 1)) >"$d/counter"
-rmdir "$d/inside" 2>/dev/null || echo "leave $RLOCK_FENCE" >>"$d/overlaps"
-EOF
-  chmod +x "$d/cs.sh"
-  # One bounded foreground command: timeout signals its whole process group
-  # (all workers and their rlocks) if the test hangs.
-  run -0 timeout -k 10 180 bash -c '
-    rlock=$1 d=$2
-    for w in 1 2 3 4 5 6 7 8; do
-      (
-        for r in $(seq 25); do
-          rc=0
-          "$rlock" contended "$d/cs.sh" "$d" 2>"$d/stderr.$w" || rc=$?
-          [ "$rc" -eq 0 ] || echo "worker $w run $r: exit $rc: $(cat "$d/stderr.$w")" >>"$d/errors"
-        done
-      ) </dev/null 3>&- &
-    done
-    wait' _ "$RLOCK" "$d"
+  local start=$EPOCHREALTIME owner
+  contend "$BATS_TEST_TMPDIR/cs" 8 25 "$RLOCK" contended
   note "contention, 200 runs: $(elapsed "$start") s"
-  echo "errors:"
-  cat "$d/errors"
-  echo "overlaps:"
-  cat "$d/overlaps"
-  [[ ! -s $d/errors ]]
-  [[ ! -s $d/overlaps ]]
-  [[ $(<"$d/counter") == 200 ]]
-  [[ $(wc -l <"$d/fences") == 200 ]]
-  increasing "$d/fences"
+  contention_ok "$BATS_TEST_TMPDIR/cs" 200
   owner=$(owner_of contended)
   [[ $(exists_on "$(lock_key contended)" "$owner") == 0 ]]
 }
@@ -649,17 +538,7 @@ EOF
   reaped 0 "$r2" 40
   note "the holder exited $rc1"
   cat "$BATS_TEST_TMPDIR"/bg.*.err
-  no_overlap "$hb1" "$hb2"
-  [[ -s $hb2 ]]
-  if ((rc1 == 70)); then
-    wait_until 3 group_dead "$pgid"
-    before "$(last_beat "$hb1")" "$(($(lease_start "$ev1") + 3000000))" \
-      "the holder's last heartbeat vs its lease's end"
-  else
-    # Kept on the new master: the command ran to its end.
-    ((rc1 == 0))
-    (($(span_ms "$hb1") >= 7900))
-  fi
+  kept_or_lost "$rc1" "$pgid" "$hb1" "$ev1" 3000 8 "$hb2"
 }
 
 @test "fences keep increasing across a cluster failover (kill -9 of NAME's master)" {

@@ -10,6 +10,7 @@ bats_require_minimum_version 1.5.0
 
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+load common
 
 setup_file() {
   local rc=0 cluster_rc=0 cluster_pid start=$EPOCHREALTIME
@@ -25,14 +26,7 @@ setup_file() {
   cat "$BATS_FILE_TMPDIR/cluster.out" >&2
   ((rc != 0)) || rc=$cluster_rc
   ((rc != 0)) || cluster_export "$CLUSTER_DIR" || rc=$?
-  if ((rc == 0)); then
-    note "bring-up of both topologies: $(elapsed "$start") s"
-  elif ((rc == 125)); then
-    export TOPOLOGY_TEST_SKIP=1
-  else
-    topology_stop "$BATS_FILE_TMPDIR"
-    return "$rc"
-  fi
+  brought_up "$rc" "bring-up of both topologies" "$start"
 }
 
 teardown_file() {
@@ -40,19 +34,7 @@ teardown_file() {
 }
 
 setup() {
-  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
-    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
-  fi
-}
-
-# note TEXT: a line in the TAP output, for the timings.
-note() {
-  echo "# $*" >&3
-}
-
-# elapsed SINCE: seconds since EPOCHREALTIME was SINCE, to 0.1 s.
-elapsed() {
-  awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+  skip_without_topology
 }
 
 # valid_ports PORT...: every PORT is a number, none is 6379 or 26379, and

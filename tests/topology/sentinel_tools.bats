@@ -12,17 +12,13 @@ bats_require_minimum_version 1.5.0
 
 # shellcheck source-path=SCRIPTDIR source=../lib/topology.bash disable=SC1091
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
+load common
 
 setup_file() {
   local rc=0
   export SENTINEL_DIR=$BATS_FILE_TMPDIR/sentinel
   sentinel_start "$SENTINEL_DIR" 2 3 || rc=$?
-  if ((rc == 125)); then
-    export TOPOLOGY_TEST_SKIP=1
-  elif ((rc != 0)); then
-    topology_stop "$BATS_FILE_TMPDIR"
-    return "$rc"
-  fi
+  brought_up "$rc" || return
   export RLOCK_URL=$RLOCK_SENTINEL_URL
   # The servers are seconds old: the restart grace (tests/cli/restart.bats)
   # would hold every lock back for 30s. It guards empty restarts, not this.
@@ -34,9 +30,7 @@ teardown_file() {
 }
 
 setup() {
-  if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
-    skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
-  fi
+  skip_without_topology
 }
 
 @test "status: the master, how many sentinels agree, the replicas; --json names the node" {
