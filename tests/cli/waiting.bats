@@ -396,7 +396,7 @@ EOF
   echo 0 >"$d/counter"
   : >"$d/overlaps"
   : >"$d/fences"
-  # The critical section of tests/cli/contention.bats.
+  # The critical section of tests/lib/contention.bash.
   cat >"$d/cs.sh" <<'EOF'
 #!/bin/sh
 d=$1

@@ -216,8 +216,8 @@ hold_on_every_master() {
     done_file=$BATS_TEST_TMPDIR/done.$n
     # The command saves its key and fence, then holds until told to end.
     bg "$RLOCK" -t 10s "$name" sh -c '
-      printf "%s\n" "$RLOCK_KEY" >"$1.tmp" && mv "$1.tmp" "$1"
       printf "%s\n" "$RLOCK_FENCE" >"$1.fence"
+      printf "%s\n" "$RLOCK_KEY" >"$1.tmp" && mv "$1.tmp" "$1"
       i=0
       while [ ! -e "$2" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' \
       _ "$BATS_TEST_TMPDIR/key.$n" "$done_file"
