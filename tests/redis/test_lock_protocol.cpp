@@ -5,6 +5,7 @@
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/renewer.hpp>
 #include <rlock/lock/status.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/random.hpp>
 
@@ -369,6 +370,28 @@ TEST_CASE("status reads held and free locks, and lists by prefix") {
   REQUIRE(snapshot.locks.size() == 2);
   CHECK(snapshot.locks[0].name == "a-first");
   CHECK(snapshot.locks[1].name == "b-second");
+}
+
+TEST_CASE("replicas that do not confirm within a short reply timeout: "
+          "unconfirmed, not a connection timed out") {
+  lock::Deployment deployment{
+      test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}};
+  deployment.connect.io_timeout = 300ms;
+  deployment.replicas.count = 1; // the test server has no replica
+  deployment.replicas.timeout = 2s;
+  const auto store = lock::open_store(deployment);
+  const lock::LockRequest request{"unconfirmed-" + random_token().substr(0, 8),
+                                  random_token(),
+                                  30s,
+                                  k_holder};
+  try {
+    store->acquire(request, Duration::zero());
+    FAIL("acquired without a replica");
+  } catch (const redis::Failure& failure) {
+    CHECK(failure.failure_kind() == redis::FailureKind::unconfirmed);
+  }
+  // The unconfirmed acquire was undone.
+  CHECK(store->peek(request.name).acquired);
 }
 
 TEST_CASE("a listing skips a foreign key under the prefix; by name it fails") {

@@ -150,7 +150,10 @@ RedisStore::confirm(redis::Connection& c,
   if (required == 0) {
     return 0;
   }
-  const auto timeout = confirmation_timeout(policy, limit);
+  // WAIT answers when its timeout ends: a quarter of the connection's reply
+  // timeout (the step's deadline, --io-timeout) is kept for that answer.
+  const auto timeout =
+      confirmation_timeout(policy, std::min(limit, c.io_timeout() * 3 / 4));
   const int confirmed = redis::wait_for_replicas(c, required, timeout);
   if (confirmed < required) {
     throw redis::Failure(redis::FailureKind::unconfirmed,
@@ -276,10 +279,8 @@ RedisStore::renew(std::string_view name,
   return on_connection([&](redis::Connection& c) {
     auto renewal = lock::renew(c, keys(name), token, ttl, mode);
     if (renewal.held) {
-      // WAIT answers when its timeout ends: a quarter of the time left is
-      // kept for that answer to arrive before the step's deadline.
-      const Duration limit = m_deadline ? (*m_deadline - boot_now()) * 3 / 4
-                                        : m_deployment.replicas.timeout;
+      const Duration limit =
+          m_deadline ? *m_deadline - boot_now() : m_deployment.replicas.timeout;
       confirm(c, "renewing " + quote(name), limit);
     }
     return renewal;

@@ -201,6 +201,11 @@ Connection::set_io_timeout(Duration timeout) {
   m_io_timeout = timeout;
 }
 
+Duration
+Connection::io_timeout() const {
+  return m_io_timeout;
+}
+
 std::string
 Connection::address() const {
   return m_endpoint.address();

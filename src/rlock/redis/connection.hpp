@@ -74,6 +74,7 @@ public:
 
   // Sets how long any one reply may take from now on.
   void set_io_timeout(Duration timeout);
+  Duration io_timeout() const;
 
   // Returns the server's address, for messages.
   std::string address() const;
