@@ -443,11 +443,26 @@ redact_query(std::string_view text) {
   }
 }
 
+// Returns `text` with its scheme in lower case: schemes are case-insensitive
+// (RFC 3986), "REDIS://host" is "redis://host".
+std::string
+with_lowercase_scheme(std::string_view text) {
+  std::string url(text);
+  const auto end = url.find("://");
+  for (std::size_t i = 0; end != std::string::npos && i < end; ++i) {
+    url[i] =
+        static_cast<char>(std::tolower(static_cast<unsigned char>(url[i])));
+  }
+  return url;
+}
+
 // With `whole`, hides a query wherever it starts; without, leaves a '?' in
 // the host of a redis:// or rediss:// URL, which parse_url reads as part of
 // the host, so that a redacted URL still parses the same.
 std::string
-redact(std::string_view url, bool whole) {
+redact(std::string_view text, bool whole) {
+  const std::string lowered = with_lowercase_scheme(text);
+  const std::string_view url = lowered;
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
     return redact_query(url);
@@ -475,19 +490,6 @@ redact(std::string_view url, bool whole) {
     rest = rest.substr(slash);
   }
   return result + redact_query(rest);
-}
-
-// Returns `text` with its scheme in lower case: schemes are case-insensitive
-// (RFC 3986), "REDIS://host" is "redis://host".
-std::string
-with_lowercase_scheme(std::string_view text) {
-  std::string url(text);
-  const auto end = url.find("://");
-  for (std::size_t i = 0; end != std::string::npos && i < end; ++i) {
-    url[i] =
-        static_cast<char>(std::tolower(static_cast<unsigned char>(url[i])));
-  }
-  return url;
 }
 
 } // namespace
