@@ -74,10 +74,20 @@ setup() {
 # (requirepass sekret), watching the master; sets PW_SENTINEL_PORT. Its
 # pidfile lies under the file's directory, so teardown_file stops it.
 start_password_sentinel() {
-  local sub port i
-  until topology_pick_port sentinel; do :; done
-  port=$TOPOLOGY_PORT
-  sub=$BATS_FILE_TMPDIR/sentinel-pw
+  local try
+  # A port picked free may be taken by a suite running alongside before
+  # the sentinel binds it: then try another.
+  for ((try = 1; try <= 5; try++)); do
+    until topology_pick_port sentinel; do :; done
+    launch_password_sentinel "$TOPOLOGY_PORT" "$BATS_FILE_TMPDIR/sentinel-pw-$try" && return 0
+  done
+  return 1
+}
+
+# launch_password_sentinel PORT SUB: start it on PORT in SUB; true once it
+# names the master, false when it did not bind or answer within 10 s.
+launch_password_sentinel() {
+  local port=$1 sub=$2 i
   mkdir -p "$sub"
   printf '%s\n' "bind 127.0.0.1" "port $port" "daemonize yes" \
     "pidfile $sub/sentinel.pid" "logfile $sub/sentinel.log" "dir $sub" \
@@ -86,10 +96,14 @@ start_password_sentinel() {
     >"$sub/sentinel.conf"
   redis-sentinel "$sub/sentinel.conf" >/dev/null 2>&1 3>&-
   PW_SENTINEL_PORT=$port
-  for ((i = 0; i < 100; i++)); do
+  for ((i = 0; i < 200; i++)); do
     [[ $(redis-cli -p "$port" -a sekret --no-auth-warning sentinel get-master-addr-by-name mymaster 2>/dev/null | tail -n 1) == "$SENTINEL_MASTER_PORT" ]] && return 0
+    grep -qE 'Could not create server TCP listening socket|Address already in use' \
+      "$sub/sentinel.log" 2>/dev/null && return 1
     sleep 0.05
   done
+  echo "the password sentinel on $port did not answer; its log:" >&2
+  cat "$sub/sentinel.log" >&2
   return 1
 }
 
