@@ -376,9 +376,11 @@ TEST_CASE("replicas that do not confirm within a short reply timeout: "
           "unconfirmed, not a connection timed out") {
   lock::Deployment deployment{
       test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}};
-  deployment.connect.io_timeout = 300ms;
+  // WAIT gets 3/4 of the reply timeout (750ms), not the 5s asked; a
+  // sanitizer build's slow replies still fit in the quarter left.
+  deployment.connect.io_timeout = 1s;
   deployment.replicas.count = 1; // the test server has no replica
-  deployment.replicas.timeout = 2s;
+  deployment.replicas.timeout = 5s;
   const auto store = lock::open_store(deployment);
   const lock::LockRequest request{"unconfirmed-" + random_token().substr(0, 8),
                                   random_token(),
