@@ -8,7 +8,8 @@ it is read every 20 ms and holds "DELAY_S FROZEN RESET_GEN":
   FROZEN     1: nothing is passed on, new connections wait unanswered
   RESET_GEN  a number; each time it grows, every open connection is reset
              (RST: SO_LINGER 0, then closed)
-Prints "ready" on stdout once it listens.
+Prints "ready PORT" on stdout once it listens (PORT 0 asks the kernel for a
+free port, so a test cannot lose the one it picked to a suite alongside).
 """
 
 import asyncio
@@ -106,7 +107,8 @@ async def main():
     server = await asyncio.start_server(
         lambda r, w: handle(r, w, target), host, int(port), reuse_address=True)
     asyncio.ensure_future(watch(control))
-    print("ready", flush=True)
+    bound = server.sockets[0].getsockname()[1]
+    print(f"ready {bound}", flush=True)
     async with server:
         await server.serve_forever()
 

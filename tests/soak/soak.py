@@ -151,7 +151,7 @@ class Soak:
     def start_relay(self, argv, what):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 start_new_session=True, text=True)
-        if proc.stdout.readline().strip() != "ready":
+        if not proc.stdout.readline().startswith("ready"):
             raise HarnessError(f"{what} did not start")
         return proc
 
