@@ -60,6 +60,14 @@
 #       failed and slotless, cluster_state:ok); prints the new master's port.
 #       Fails without killing anything when PORT is no master with replicas.
 #
+# TLS
+#   With TOPOLOGY_TLS_CERTS=DIR (certificates made by redis_make_certs; set
+#   for every topology of the shell), each process listens on TLS only (port
+#   0; its port is the tls-port), replicas, sentinels and the cluster bus
+#   speak TLS (tls-replication, tls-cluster), client certificates are not
+#   asked for, topology_cli passes --tls, and the URLs are rediss+sentinel://
+#   and rediss+cluster://.
+#
 # Any topology (a PORT is looked up among the topologies started by this
 # shell or its parents, listed in $TOPOLOGY_DIRS)
 #   topology_freeze PORT / topology_thaw PORT
@@ -124,7 +132,28 @@ topology_require() {
 topology_cli() {
   local port=${1:?usage: topology_cli PORT ARG...}
   shift
-  timeout "$TOPOLOGY_CLI_TIMEOUT" redis-cli -h 127.0.0.1 -p "$port" "$@"
+  # shellcheck disable=SC2046 # the TLS options are words
+  timeout "$TOPOLOGY_CLI_TIMEOUT" redis-cli $(topology_tls_args) -h 127.0.0.1 -p "$port" "$@"
+}
+
+# topology_tls_args: redis-cli's TLS options when TOPOLOGY_TLS_CERTS is set.
+topology_tls_args() {
+  [[ -z ${TOPOLOGY_TLS_CERTS:-} ]] || echo "--tls --cacert $TOPOLOGY_TLS_CERTS/ca.crt"
+}
+
+# topology_tls_config PORT: the config lines that make a process listen on
+# TLS only (PORT is its tls-port) and speak TLS to the others.
+topology_tls_config() {
+  [[ -n ${TOPOLOGY_TLS_CERTS:-} ]] || return 0
+  cat <<EOF
+port 0
+tls-port $1
+tls-cert-file $TOPOLOGY_TLS_CERTS/server.crt
+tls-key-file $TOPOLOGY_TLS_CERTS/server.key
+tls-ca-cert-file $TOPOLOGY_TLS_CERTS/ca.crt
+tls-auth-clients no
+tls-replication yes
+EOF
 }
 
 # topology_info PORT SECTION: INFO SECTION without carriage returns.
@@ -325,9 +354,11 @@ appendonly no
 repl-diskless-sync yes
 repl-diskless-sync-delay 0
 EOF
+  topology_tls_config "$port"
   if [[ $mode == cluster ]]; then
     printf 'cluster-enabled yes\ncluster-config-file %s/nodes.conf\n' "$sub"
     printf 'cluster-node-timeout 1000\n'
+    [[ -z ${TOPOLOGY_TLS_CERTS:-} ]] || printf 'tls-cluster yes\n'
   elif [[ -n $mode ]]; then
     printf 'replicaof 127.0.0.1 %s\n' "$mode"
   fi
@@ -350,6 +381,7 @@ sentinel down-after-milliseconds $name 1000
 sentinel failover-timeout $name 5000
 sentinel parallel-syncs $name 1
 EOF
+  topology_tls_config "$port"
   printf '%s\n' "${TOPOLOGY_SENTINEL_CONFIG:-}"
 }
 
@@ -483,13 +515,15 @@ sentinel_wait_failover() {
   echo "$SENTINEL_AGREED"
 }
 
-# topology_url SCHEME DIR KIND SUFFIX: SCHEME://127.0.0.1:P1,...SUFFIX.
+# topology_url SCHEME DIR KIND SUFFIX: SCHEME://127.0.0.1:P1,...SUFFIX
+# (rediss+... for redis+... when TOPOLOGY_TLS_CERTS is set).
 topology_url() {
-  local port url=
+  local port url='' scheme=$1
+  [[ -z ${TOPOLOGY_TLS_CERTS:-} ]] || scheme=rediss${scheme#redis}
   for port in $(topology_ports "$2" "$3"); do
     url+=${url:+,}127.0.0.1:$port
   done
-  echo "$1://$url$4"
+  echo "$scheme://$url$4"
 }
 
 sentinel_start() {
@@ -645,7 +679,8 @@ cluster_start() {
     topology_launch cluster "$dir" topology_node_config cluster || return 1
     addrs+=("127.0.0.1:$TOPOLOGY_PORT")
   done
-  if ! timeout 60 redis-cli --cluster create "${addrs[@]}" \
+  # shellcheck disable=SC2046 # the TLS options are words
+  if ! timeout 60 redis-cli $(topology_tls_args) --cluster create "${addrs[@]}" \
     --cluster-replicas "$replicas" --cluster-yes >"$dir/create.log" 2>&1 3>&-; then
     topology_error "redis-cli --cluster create failed; output follows"
     cat "$dir/create.log" >&2

@@ -82,43 +82,9 @@ teardown() {
 
 # --- where keys live, from the servers ---------------------------------------
 
-# renewed_on KEY PORT: within 5 s, KEY's PTTL on the node on PORT goes up:
-# a renewal reached that node (between renewals PTTL only falls).
-renewed_on() {
-  local key=$1 port=$2 prev=-3 now=-3 deadline=$((SECONDS + 5))
-  while ((SECONDS < deadline)); do
-    now=$(topology_cli "$port" pttl "$key")
-    [[ $now =~ ^-?[0-9]+$ ]] || now=-3
-    ((prev < 0 || now <= prev)) || return 0
-    prev=$now
-    sleep 0.05
-  done
-  echo "renewed_on: the PTTL of $key on $port did not go up within 5 s (last $now)" >&2
-  return 1
-}
-
 # slot_of KEY: CLUSTER KEYSLOT KEY, asked of a running node.
 slot_of() {
   topology_cli "$(cluster_first_running "$CLUSTER_DIR")" cluster keyslot "$1"
-}
-
-# owner_of NAME [DIR]: the port of the master that keeps lock NAME's key.
-owner_of() {
-  cluster_node_for_key "${2:-$CLUSTER_DIR}" "$(lock_key "$1")"
-}
-
-# name_on PORT STEM [DIR]: a name STEM<n> whose lock key is on the master on
-# PORT now.
-name_on() {
-  local port=$1 stem=$2 dir=${3:-$CLUSTER_DIR} i
-  for ((i = 0; i < 300; i++)); do
-    if [[ $(owner_of "$stem$i" "$dir") == "$port" ]]; then
-      echo "$stem$i"
-      return 0
-    fi
-  done
-  echo "name_on: no name $stem<n> has its key on $port" >&2
-  return 1
 }
 
 # other_master PORT: a running master other than PORT.
@@ -127,19 +93,6 @@ other_master() {
   for port in $CLUSTER_MASTER_PORTS; do
     [[ $port != "$1" ]] && echo "$port" && return 0
   done
-  return 1
-}
-
-# master_with_replica: a running master that has a replica linked to it.
-master_with_replica() {
-  local port
-  for port in $CLUSTER_MASTER_PORTS; do
-    if (($(topology_info_field "$port" replication connected_slaves) > 0)); then
-      echo "$port"
-      return 0
-    fi
-  done
-  echo "master_with_replica: no master has a replica left" >&2
   return 1
 }
 

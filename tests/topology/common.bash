@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 #
 # Helpers the topology suites share (sentinel.bats, cluster.bats,
-# harness.bats, cluster_tools.bats, sentinel_tools.bats). Load with
+# harness.bats, cluster_tools.bats, sentinel_tools.bats, tls.bats). Load with
 # `load common`, after sourcing tests/lib/topology.bash.
 
 # note TEXT: a line in the TAP output, for the timings.
@@ -47,4 +47,81 @@ skip_without_topology() {
   if [[ -n ${TOPOLOGY_TEST_SKIP:-} ]]; then
     skip "redis binaries not found (set CI=true or RLOCK_REQUIRE_REDIS=1 to fail instead)"
   fi
+}
+
+# --- cluster: where a lock lives ($CLUSTER_DIR, $CLUSTER_MASTER_PORTS) ------
+
+# renewed_on KEY PORT: within 5 s, KEY's PTTL on the node on PORT goes up:
+# a renewal reached that node (between renewals PTTL only falls).
+renewed_on() {
+  local key=$1 port=$2 prev=-3 now=-3 deadline=$((SECONDS + 5))
+  while ((SECONDS < deadline)); do
+    now=$(topology_cli "$port" pttl "$key")
+    [[ $now =~ ^-?[0-9]+$ ]] || now=-3
+    ((prev < 0 || now <= prev)) || return 0
+    prev=$now
+    sleep 0.05
+  done
+  echo "renewed_on: the PTTL of $key on $port did not go up within 5 s (last $now)" >&2
+  return 1
+}
+
+# owner_of NAME [DIR]: the port of the master that keeps lock NAME's key.
+owner_of() {
+  cluster_node_for_key "${2:-$CLUSTER_DIR}" "$(lock_key "$1")"
+}
+
+# name_on PORT STEM [DIR]: a name STEM<n> whose lock key is on the master on
+# PORT now.
+name_on() {
+  local port=$1 stem=$2 dir=${3:-$CLUSTER_DIR} i
+  for ((i = 0; i < 300; i++)); do
+    if [[ $(owner_of "$stem$i" "$dir") == "$port" ]]; then
+      echo "$stem$i"
+      return 0
+    fi
+  done
+  echo "name_on: no name $stem<n> has its key on $port" >&2
+  return 1
+}
+
+# master_with_replica: a running master that has a replica linked to it.
+master_with_replica() {
+  local port
+  for port in $CLUSTER_MASTER_PORTS; do
+    if (($(topology_info_field "$port" replication connected_slaves) > 0)); then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "master_with_replica: no master has a replica left" >&2
+  return 1
+}
+
+# --- sentinel: a failover under a hold -----------------------------------------
+
+# kill_round DIR N: round N of a hold on the Sentinel topology in DIR (the
+# URL in $RLOCK_URL), a kill -9 of its master and a waiter started right
+# after it: the holder goes on (0) or ends (70) before the waiter's command
+# starts, never both.
+kill_round() {
+  local dir=$1 n=$2 hb1=$BATS_TEST_TMPDIR/hb1.$2 hb2=$BATS_TEST_TMPDIR/hb2.$2
+  local ev1=$BATS_TEST_TMPDIR/ev1.$2 r1 r2 pgid old new rc1=0 killed_at
+  bg "$RLOCK" -t 3s --events "$ev1" failover bash -c "$(hold_script "$hb1" 8)"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  pgid=$(child_group "$hb1")
+  # A renewal first: the lease then is one the renewer has kept.
+  wait_until 5 has_event "$ev1" renewed
+  old=$(sentinel_master_port "$dir")
+  topology_kill "$old"
+  killed_at=$EPOCHREALTIME
+  bg "$RLOCK" -t 3s -w 30s failover bash -c "$(hold_script "$hb2" 1)"
+  r2=$BG_PID
+  new=$(sentinel_wait_failover "$dir" "$old")
+  note "round $n: failover from $old to $new in $(elapsed "$killed_at") s"
+  reap "$r1" 20 || rc1=$?
+  reaped 0 "$r2" 40
+  note "round $n: the holder exited $rc1"
+  kept_or_lost "$rc1" "$pgid" "$hb1" "$ev1" 3000 8 "$hb2"
 }

@@ -114,15 +114,6 @@ replicas_now() {
   topology_ports "$1" node running | grep -vx "$master"
 }
 
-# start_waiter NAME HB SECONDS ARG...: in the background, rlock ARG... NAME
-# running hold_script HB SECONDS. Started while the sentinels still name
-# the dead master, it must wait the failover out. Sets BG_PID.
-start_waiter() {
-  local name=$1 hb=$2 seconds=$3
-  shift 3
-  bg "$RLOCK" "$@" "$name" bash -c "$(hold_script "$hb" "$seconds")"
-}
-
 # still_waiting PID: background rlock PID has not exited yet.
 still_waiting() {
   running "$1" && return 0
@@ -267,36 +258,13 @@ role_is() {
 
 # --- failovers ---------------------------------------------------------------
 
-# kill_round N: one hold, a kill -9 of its master, a waiter; see the test.
-kill_round() {
-  local n=$1 hb1=$BATS_TEST_TMPDIR/hb1.$1 hb2=$BATS_TEST_TMPDIR/hb2.$1
-  local ev1=$BATS_TEST_TMPDIR/ev1.$1 r1 r2 pgid old new rc1=0 killed_at
-  bg "$RLOCK" -t 3s --events "$ev1" failover bash -c "$(hold_script "$hb1" 8)"
-  r1=$BG_PID
-  wait_until 10 beating "$hb1"
-  pgid=$(child_group "$hb1")
-  # A renewal first: the lease then is one the renewer has kept.
-  wait_until 5 has_event "$ev1" renewed
-  old=$(sentinel_master_port "$KILL_DIR")
-  topology_kill "$old"
-  killed_at=$EPOCHREALTIME
-  start_waiter failover "$hb2" 1 -t 3s -w 30s
-  r2=$BG_PID
-  new=$(sentinel_wait_failover "$KILL_DIR" "$old")
-  note "round $n: failover from $old to $new in $(elapsed "$killed_at") s"
-  reap "$r1" 20 || rc1=$?
-  reaped 0 "$r2" 40
-  note "round $n: the holder exited $rc1"
-  kept_or_lost "$rc1" "$pgid" "$hb1" "$ev1" 3000 8 "$hb2"
-}
-
 @test "kill -9 of the master during a hold, twice: the run goes on or ends (70) before a waiter's command starts, never both" {
   local start=$EPOCHREALTIME
   sentinel_export "$KILL_DIR"
   export RLOCK_URL=$RLOCK_SENTINEL_URL
-  kill_round 1
+  kill_round "$KILL_DIR" 1
   sentinel_wait_ready "$KILL_DIR"
-  kill_round 2
+  kill_round "$KILL_DIR" 2
   note "two kill rounds: $(elapsed "$start") s"
 }
 

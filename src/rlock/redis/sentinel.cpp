@@ -121,9 +121,12 @@ locate_master(SentinelMaster& master, const ConnectOptions& options) {
   for (const auto& reason : reasons) {
     joined += (joined.empty() ? "" : "; ") + reason;
   }
-  if (lasting) {
+  if (lasting == FailureKind::auth_refused) {
     throw Failure(*lasting,
                   "the sentinels refused the login (" + lasting_why + ")");
+  }
+  if (lasting) {
+    throw Failure(*lasting, "no sentinel could be used: " + lasting_why);
   }
   if (any_answered) {
     throw Failure(FailureKind::unexpected_reply,
