@@ -51,7 +51,7 @@ _rlock_takes_value()
       --io-timeout | --hold | --once-per | --events | --token | \
       --min-validity | --match | --interval | --password-file | --tls-ca | \
       --tls-cert | --tls-key | --tls-server-name | --restart-grace | \
-      --sentinel-password-file | --replicas | --replicas-timeout | -[wtEci])
+      --sentinel-password-file | --replicas | --replicas-timeout | --quorum | -[wtEci])
       return 0
       ;;
   esac
@@ -131,7 +131,7 @@ _rlock_subcommand_options()
 {
   local connection='--url --prefix --connect-timeout --io-timeout
     --password-file --sentinel-password-file --replicas --replicas-timeout
-    --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure -h --help'
+    --quorum --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure -h --help'
   case $1 in
     status) echo "--json --wide --match --watch -i --interval $connection" ;;
     doctor) echo "-t --ttl --json $connection" ;;
@@ -280,7 +280,7 @@ _rlock()
       -E --conflict-exit-code -c --command --url --prefix
       --kill-signal --kill-after --connect-timeout --io-timeout
       --password-file --sentinel-password-file --replicas --replicas-timeout
-      --tls-ca --tls-cert --tls-key --tls-server-name
+      --quorum --tls-ca --tls-cert --tls-key --tls-server-name
       --tls-insecure --hold --once-per --events
       -v --verbose -q --quiet -h --help -V --version
     )

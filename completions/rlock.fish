@@ -15,7 +15,7 @@ function __rlock_takes_value
             --io-timeout --hold --once-per --events --token --min-validity \
             --match --interval --password-file --tls-ca --tls-cert \
             --tls-key --tls-server-name --restart-grace \
-            --sentinel-password-file --replicas --replicas-timeout -w -t -E -c -i
+            --sentinel-password-file --replicas --replicas-timeout --quorum -w -t -E -c -i
             return 0
     end
     return 1
@@ -215,6 +215,7 @@ complete -c rlock -n $opts -l password-file -r -F -d 'password: the first line o
 complete -c rlock -n $opts -l sentinel-password-file -r -F -d 'the sentinels\' password: the first line of FILE'
 complete -c rlock -n $opts -l replicas -x -a 'auto all 0 1 2' -d 'replicas that must confirm each acquire and renewal'
 complete -c rlock -n $opts -l replicas-timeout -x -a $durations -d 'wait at most D for them (1s)'
+complete -c rlock -n $opts -l quorum -x -a '2 3 4' -d 'with several --url: how many must agree (a majority)'
 complete -c rlock -n $opts -l tls-ca -r -F -d 'rediss://: CA certificates (PEM) to verify the server with'
 complete -c rlock -n $opts -l tls-cert -r -F -d 'rediss://: client certificate (PEM)'
 complete -c rlock -n $opts -l tls-key -r -F -d 'rediss://: its private key'
@@ -243,6 +244,7 @@ for sub in status acquire extend release check wait doctor
     complete -c rlock -n "__rlock_at $sub" -l sentinel-password-file -r -F -d 'the sentinels\' password: the first line of FILE'
     complete -c rlock -n "__rlock_at $sub" -l replicas -x -a 'auto all 0 1 2' -d 'replicas that must confirm each acquire and renewal'
     complete -c rlock -n "__rlock_at $sub" -l replicas-timeout -x -a $durations -d 'wait at most D for them (1s)'
+    complete -c rlock -n "__rlock_at $sub" -l quorum -x -a '2 3 4' -d 'with several --url: how many must agree (a majority)'
     complete -c rlock -n "__rlock_at $sub" -l tls-ca -r -F -d 'rediss://: CA certificates (PEM) to verify the server with'
     complete -c rlock -n "__rlock_at $sub" -l tls-cert -r -F -d 'rediss://: client certificate (PEM)'
     complete -c rlock -n "__rlock_at $sub" -l tls-key -r -F -d 'rediss://: its private key'

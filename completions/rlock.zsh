@@ -11,7 +11,7 @@
 
 # The options every command shares.
 _rlock_connection_options=(
-  '--url=[Redis server]:url:_rlock_urls'
+  '*--url=[Redis server (3 or more: a quorum)]:url:_rlock_urls'
   '--prefix=[key prefix ($RLOCK_PREFIX, rlock:)]:prefix: '
   '--connect-timeout=[limit per connection attempt (2s)]:duration:_rlock_durations'
   '--io-timeout=[limit per reply (5s)]:duration:_rlock_durations'
@@ -19,6 +19,7 @@ _rlock_connection_options=(
   '--sentinel-password-file=[the sentinels'\''s password: the first line of FILE]:file:_files'
   '--replicas=[replicas that must confirm each acquire and renewal]:replicas:(auto all 0 1 2)'
   '--replicas-timeout=[wait at most D for them (1s)]:duration:_rlock_durations'
+  '--quorum=[with several --url\: how many must agree (a majority)]:servers: '
   '--tls-ca=[rediss\://: CA certificates (PEM) to verify the server with]:file:_files'
   '--tls-cert=[rediss\://: client certificate (PEM)]:file:_files'
   '--tls-key=[rediss\://: the client certificate'\''s private key]:file:_files'
@@ -114,7 +115,7 @@ _rlock_takes_value() {
 --kill-signal|--kill-after|--connect-timeout|--io-timeout|--hold|--once-per|\
 --events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
 --tls-cert|--tls-key|--tls-server-name|--restart-grace|\
---sentinel-password-file|--replicas|--replicas-timeout|-[wtEci])
+--sentinel-password-file|--replicas|--replicas-timeout|--quorum|-[wtEci])
       return 0 ;;
   esac
   return 1

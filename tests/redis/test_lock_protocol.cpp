@@ -44,8 +44,8 @@ fresh_keys() {
 // A store of its own, on the test server, for a renewer.
 std::unique_ptr<lock::LockStore>
 test_store() {
-  return lock::open_store(
-      lock::Deployment{test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}});
+  return lock::open_store(lock::Deployment{
+      test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}, {}, 0});
 }
 
 const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
@@ -375,7 +375,7 @@ TEST_CASE("status reads held and free locks, and lists by prefix") {
 TEST_CASE("replicas that do not confirm within a short reply timeout: "
           "unconfirmed, not a connection timed out") {
   lock::Deployment deployment{
-      test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}};
+      test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}, {}, 0};
   // WAIT gets 3/4 of the reply timeout (750ms), not the 5s asked; a
   // sanitizer build's slow replies still fit in the quarter left.
   deployment.connect.io_timeout = 1s;

@@ -18,7 +18,7 @@
 
 # Child scripts are single-quoted on purpose (SC2016); `run` sets output and
 # stderr (SC2154); tests point RLOCK_URL at one topology or the other, which
-# shellcheck takes for a subshell's change (SC2030, SC2031).
+# looks to shellcheck like a subshell's change (SC2030, SC2031).
 # shellcheck disable=SC2016,SC2154,SC2030,SC2031
 
 bats_require_minimum_version 1.5.0

@@ -274,9 +274,6 @@ TEST_CASE("a valued option given twice takes the last value") {
   CHECK(options.timing.ttl == 6s);
   CHECK(options.waiting.wait == 2s);
   CHECK(options.command == std::vector<std::string>{"/bin/sh", "-c", "b"});
-  options =
-      parse_run({"--url", "redis://a:1", "--url", "redis://b:2", "x", "true"});
-  CHECK(options.server.endpoint.host == "b");
   const auto step = parse({"acquire", "-t", "1s", "--ttl", "2s", "x"});
   CHECK(std::get<AcquireOptions>(step).ttl == 2s);
 }
@@ -462,4 +459,59 @@ TEST_CASE("Sentinel and Cluster URLs that cannot be used are usage errors") {
       usage_error({"--sentinel-password-file", "/dev/null", "n", "true"}),
       Catch::Contains("--sentinel-password-file")
           && Catch::Contains("redis+sentinel://"));
+}
+
+TEST_CASE("--url given 3 or more times is a quorum of servers; --quorum is "
+          "a majority of them") {
+  auto server = parse_run({"--url",
+                           "redis://a:1",
+                           "--url",
+                           "redis://b:2",
+                           "--url",
+                           "rediss://c:3",
+                           "x",
+                           "true"})
+                    .server;
+  REQUIRE(server.members.size() == 3);
+  CHECK(server.members[0].endpoint.host == "a");
+  CHECK(server.members[2].endpoint.tls);
+  CHECK(server.quorum == 2);
+  Environment environment;
+  environment.rlock_url =
+      "redis://a:1 redis://b:2  redis://c:3\tredis://d:4 redis://e:5";
+  server = parse_run({"--quorum", "4", "x", "true"}, environment).server;
+  CHECK(server.members.size() == 5);
+  CHECK(server.quorum == 4);
+  // --url wins over $RLOCK_URL, as with one URL.
+  server = parse_run({"--url", "redis://z:9", "x", "true"}, environment).server;
+  CHECK(server.members.empty());
+  CHECK(server.endpoint.host == "z");
+}
+
+TEST_CASE("a quorum's usage errors name the option and the value") {
+  const std::vector<std::string> three{
+      "--url", "redis://a:1", "--url", "redis://b:2", "--url", "redis://c:3"};
+  auto with = [&](std::vector<std::string> more) {
+    auto args = three;
+    args.insert(args.end(), more.begin(), more.end());
+    return usage_error(args);
+  };
+  CHECK(usage_error({"--url", "redis://a:1", "--url", "redis://b:2", "x", "y"})
+        == "--url: a quorum needs at least 3 servers, got 2");
+  CHECK(with({"--quorum", "1", "x", "y"})
+        == "--quorum: must be a majority of the 3 servers (2..3), got '1'");
+  CHECK(with({"--quorum", "4", "x", "y"})
+        == "--quorum: must be a majority of the 3 servers (2..3), got '4'");
+  CHECK(with({"--quorum", "2x", "x", "y"})
+        == "--quorum: must be a majority of the 3 servers (2..3), got '2x'");
+  CHECK(usage_error({"--quorum", "2", "x", "y"})
+        == "--quorum: needs several --url (a quorum of servers)");
+  CHECK(
+      with({"--fair", "x", "y"}).starts_with("--fair: not with several --url"));
+  CHECK(with({"--url", "redis+cluster://d:4", "x", "y"})
+        == "--url: a Redis Cluster cannot be one of a quorum's servers (it is "
+           "one deployment), got 'redis+cluster://d:4'");
+  CHECK(with({"--url", "redis://b:2", "x", "y"})
+        == "--url: 'redis://b:2' is named twice (a quorum needs independent "
+           "servers)");
 }

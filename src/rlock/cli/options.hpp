@@ -30,6 +30,16 @@ struct ServerOptions {
   // --restart-grace (run, acquire, wait): a server up less than this grants
   // no lock; zero: off.
   Duration restart_grace{};
+  // Several URLs: a quorum of independent masters (Redlock), of which
+  // `quorum` must agree; each one server or a Sentinel master. The fields
+  // above then hold the first one's and what all share.
+  struct QuorumMember {
+    redis::Endpoint endpoint;
+    std::optional<redis::SentinelMaster> sentinel;
+    lock::ReplicaPolicy replicas;
+  };
+  std::vector<QuorumMember> members;
+  int quorum = 0;
 };
 
 // How long to wait for a lock: -n, -w, --fair and the code when it is not

@@ -11,6 +11,8 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <utility>
 
 namespace rlock::cli::detail {
@@ -37,16 +39,25 @@ add_optional(CLI::App& app,
 void
 add_server_options(CLI::App& app, RawOptions& raw) {
   const std::string group = "Connection";
-  add_optional(app,
-               "--url",
-               raw.url,
-               "redis[s]://[user[:pass]@]host[:port][/db]\n"
-               "or unix:///path.sock[?db=N]\n"
-               "or redis[s]+sentinel://host[:port],.../MASTER[/db]\n"
-               "or redis[s]+cluster://host[:port],...\n"
-               "($RLOCK_URL, $REDIS_URL, "
-                   + std::string(defaults::k_url) + ")")
+  app.add_option_function<std::string>(
+         "--url",
+         [&raw](const std::string& value) { raw.urls.push_back(value); },
+         "redis[s]://[user[:pass]@]host[:port][/db]\n"
+         "or unix:///path.sock[?db=N]\n"
+         "or redis[s]+sentinel://host[:port],.../MASTER[/db]\n"
+         "or redis[s]+cluster://host[:port],...\n"
+         "($RLOCK_URL, $REDIS_URL, "
+             + std::string(defaults::k_url)
+             + ");\ngiven 3 or more times: a quorum (Redlock)")
       ->type_name("URL")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse()
+      ->group(group);
+  add_optional(app,
+               "--quorum",
+               raw.quorum,
+               "with several --url: how many must agree\n(a majority)")
+      ->type_name("Q")
       ->group(group);
   add_optional(app,
                "--prefix",
@@ -397,24 +408,134 @@ sentinel_master_of(const redis::DeploymentUrl& url,
 
 } // namespace
 
+namespace {
+
+// The URLs named, and where they came from: every --url, else $RLOCK_URL
+// (several separated by spaces), else $REDIS_URL, else the default.
+struct UrlList {
+  std::vector<std::string> urls;
+  std::string option;
+};
+
+UrlList
+urls_of(const RawOptions& raw, const Environment& environment) {
+  if (!raw.urls.empty()) {
+    return {raw.urls, "--url"};
+  }
+  if (environment.rlock_url) {
+    UrlList list{{}, "RLOCK_URL"};
+    std::istringstream words(*environment.rlock_url);
+    for (std::string url; words >> url;) {
+      list.urls.push_back(url);
+    }
+    if (list.urls.empty()) {
+      list.urls.push_back(*environment.rlock_url);
+    }
+    return list;
+  }
+  if (environment.redis_url) {
+    return {{*environment.redis_url}, "REDIS_URL"};
+  }
+  return {{std::string(defaults::k_url)}, "--url"};
+}
+
+// A member of a quorum: one server or a Sentinel master, with its login.
+ServerOptions::QuorumMember
+member_of(const redis::DeploymentUrl& url,
+          const RawOptions& raw,
+          const Environment& environment) {
+  ServerOptions::QuorumMember member;
+  const bool sentinel = url.kind == redis::TopologyKind::sentinel;
+  member.endpoint = sentinel ? url.data_node(redis::HostPort{}) : url.endpoint;
+  member.endpoint.password =
+      password_of(raw, member.endpoint.password, environment);
+  if (sentinel) {
+    member.sentinel = sentinel_master_of(
+        url, sentinel_password_of(raw, environment), member.endpoint);
+  }
+  member.replicas = replica_policy_of(raw, environment, sentinel);
+  return member;
+}
+
+// Returns --quorum, else a majority of `servers`.
+int
+quorum_of(const RawOptions& raw, int servers) {
+  if (!raw.quorum) {
+    return servers / 2 + 1;
+  }
+  if (servers < 2) {
+    throw_usage("--quorum: needs several --url (a quorum of servers)");
+  }
+  int quorum = 0;
+  const auto& text = *raw.quorum;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, quorum);
+  if (text.empty() || ec != std::errc() || ptr != end || quorum <= servers / 2
+      || quorum > servers) {
+    throw_usage("--quorum: must be a majority of the " + std::to_string(servers)
+                + " servers (" + std::to_string(servers / 2 + 1) + ".."
+                + std::to_string(servers) + "), got " + quote(text));
+  }
+  return quorum;
+}
+
+// Fills the members of a quorum of independent masters (Redlock).
+void
+add_members(ServerOptions& server,
+            const UrlList& list,
+            const std::vector<redis::DeploymentUrl>& parsed,
+            const RawOptions& raw,
+            const Environment& environment) {
+  const int count = static_cast<int>(parsed.size());
+  if (count < 3) {
+    throw_usage(list.option + ": a quorum needs at least 3 servers, got "
+                + std::to_string(count));
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    const auto& url = parsed[i];
+    if (url.kind == redis::TopologyKind::cluster) {
+      throw_usage(list.option + ": a Redis Cluster cannot be one of a "
+                  + "quorum's servers (it is one deployment), got "
+                  + quote(redis::redact_url(list.urls[i])));
+    }
+    if (!seen.insert(url.address() + "/" + std::to_string(url.db)).second) {
+      throw_usage(list.option + ": " + quote(redis::redact_url(list.urls[i]))
+                  + " is named twice (a quorum needs independent servers)");
+    }
+    server.members.push_back(member_of(url, raw, environment));
+  }
+  if (raw.fair) {
+    throw_usage("--fair: not with several --url (each server's queue has "
+                "its own order, and no order is common to a quorum)");
+  }
+  server.quorum = quorum_of(raw, count);
+  if (count % 2 == 0) {
+    log::warning(std::to_string(count) + " servers: a quorum of "
+                 + std::to_string(server.quorum) + " survives no more failed "
+                 + "servers than " + std::to_string(count - 1)
+                 + " would; an odd number is better");
+  }
+}
+
+} // namespace
+
 ServerOptions
 server_of(const RawOptions& raw, const Environment& environment) {
   ServerOptions server;
-  std::string option = "--url";
-  std::string url;
-  if (raw.url) {
-    url = *raw.url;
-  } else if (environment.rlock_url) {
-    url = *environment.rlock_url;
-    option = "RLOCK_URL";
-  } else if (environment.redis_url) {
-    url = *environment.redis_url;
-    option = "REDIS_URL";
-  } else {
-    url = defaults::k_url;
+  const auto list = urls_of(raw, environment);
+  const std::string& option = list.option;
+  std::vector<redis::DeploymentUrl> parsed;
+  for (const auto& url : list.urls) {
+    parsed.push_back(
+        value_or_usage_error(redis::parse_deployment_url(url), option));
   }
-  const auto deployment =
-      value_or_usage_error(redis::parse_deployment_url(url), option);
+  const auto& deployment = parsed.front();
+  if (parsed.size() > 1) {
+    add_members(server, list, parsed, raw, environment);
+  } else {
+    quorum_of(raw, 1);
+  }
   using Kind = redis::TopologyKind;
   const bool sentinel = deployment.kind == Kind::sentinel;
   const bool cluster = deployment.kind == Kind::cluster;
@@ -434,7 +555,11 @@ server_of(const RawOptions& raw, const Environment& environment) {
     server.cluster = redis::ClusterSeeds{deployment.nodes, server.endpoint};
   }
   server.replicas = replica_policy_of(raw, environment, sentinel || cluster);
-  server.connect.tls = tls_options_of(raw, server.endpoint, option);
+  auto tls_endpoint = server.endpoint;
+  for (const auto& member : server.members) {
+    tls_endpoint.tls = tls_endpoint.tls || member.endpoint.tls;
+  }
+  server.connect.tls = tls_options_of(raw, tls_endpoint, option);
   // An empty --prefix is a prefix like any other.
   server.prefix = raw.prefix                 ? *raw.prefix
                   : environment.rlock_prefix ? *environment.rlock_prefix

@@ -61,7 +61,8 @@ struct StepRaw {
 // shares may also stand before a subcommand, so they live here once.
 struct RawOptions {
   // Connection
-  std::optional<std::string> url;
+  std::vector<std::string> urls; // every --url, in order
+  std::optional<std::string> quorum;
   std::optional<std::string> prefix;
   std::optional<std::string> connect_timeout;
   std::optional<std::string> io_timeout;

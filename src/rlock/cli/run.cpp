@@ -308,7 +308,7 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   // environment.
   proc::Watchdog watchdog =
       proc::Watchdog::start({child->pid(), run_marker(held)},
-                            options.timing.valid_until(lock.sent()));
+                            options.timing.valid_until(lock.lease_start()));
   // The last moment to check that the command may still start.
   if (boot_now() >= lock.kill_deadline()) {
     child->finish();
@@ -421,11 +421,15 @@ run(const RunOptions& options) {
   Held held{options, lock, std::nullopt};
   log::info("acquired " + quote(options.name) + " (fence "
             + std::to_string(outcome.attempt.fence) + ")");
-  events::emit("acquired",
-               options.name,
-               {{"fence", outcome.attempt.fence},
-                {"waited_ms", milliseconds(outcome.attempt.sent - started)},
-                {"replicas", outcome.attempt.replicas}});
+  nlohmann::ordered_json fields{
+      {"fence", outcome.attempt.fence},
+      {"waited_ms", milliseconds(outcome.attempt.sent - started)},
+      {"replicas", outcome.attempt.replicas}};
+  if (outcome.attempt.servers > 0) {
+    fields["granted"] = outcome.attempt.granted;
+    fields["servers"] = outcome.attempt.servers;
+  }
+  events::emit("acquired", options.name, fields);
   if (const int signal = take_terminating(signals)) {
     end_hold(held);
     proc::end_by_signal(signal);

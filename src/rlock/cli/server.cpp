@@ -5,13 +5,24 @@ namespace rlock::cli {
 
 lock::Deployment
 deployment_of(const ServerOptions& server) {
-  return lock::Deployment{server.endpoint,
-                          server.sentinel,
-                          server.connect,
-                          server.prefix,
-                          server.cluster,
-                          {server.restart_grace, "--restart-grace"},
-                          server.replicas};
+  lock::Deployment deployment{server.endpoint,
+                              server.sentinel,
+                              server.connect,
+                              server.prefix,
+                              server.cluster,
+                              {server.restart_grace, "--restart-grace"},
+                              server.replicas,
+                              {},
+                              server.quorum};
+  for (const auto& member : server.members) {
+    auto one = deployment;
+    one.endpoint = member.endpoint;
+    one.sentinel = member.sentinel;
+    one.replicas = member.replicas;
+    one.quorum = 0;
+    deployment.members.push_back(std::move(one));
+  }
+  return deployment;
 }
 
 std::unique_ptr<lock::LockStore>

@@ -110,9 +110,20 @@ nothing_held(const StatusOptions& options,
 }
 
 // Names on stderr each Cluster master whose locks are missing from
-// `snapshot`; returns whether there was one.
+// `snapshot`, or each server of a quorum that did not answer; returns
+// whether the listing is incomplete: a master is missing, or fewer than a
+// quorum of servers answered.
 bool
 report_unreachable(const lock::StatusSnapshot& snapshot) {
+  if (snapshot.quorum > 0) {
+    const auto silent = static_cast<int>(snapshot.unreachable.size());
+    const bool too_few = snapshot.servers - silent < snapshot.quorum;
+    for (const auto& server : snapshot.unreachable) {
+      (too_few ? log::error : log::warning)("server " + server.address
+                                            + " did not answer: " + server.why);
+    }
+    return too_few;
+  }
   for (const auto& silent : snapshot.unreachable) {
     log::error("the locks on master " + silent.address
                + " are not listed: " + silent.why);
@@ -240,8 +251,9 @@ status_command() {
           "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
           "[NAME...]",
           "Exit: 0 all named locks held (or a listing), 1 one is free,\n"
-          "69 Redis unavailable (or a Cluster master did not answer: the\n"
-          "others' locks are shown), 74 output could not be written.",
+          "69 Redis unavailable (or a Cluster master, or more servers of a\n"
+          "quorum than it can spare, did not answer: what the others say\n"
+          "is shown), 74 output could not be written.",
           add_options,
           options_of};
 }

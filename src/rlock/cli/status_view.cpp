@@ -29,9 +29,33 @@ ttl_text(const lock::LockState& state) {
                           : format_duration(from_milliseconds(state.ttl_ms));
 }
 
-// One row; the QUEUE cell only when `with_queue`. COMMAND comes last.
+// A quorum's lock: on how many servers its token is, of how many, and
+// "split" when servers name different tokens ("3/5", "2/5 split").
+std::string
+servers_text(const lock::LockState& state) {
+  std::size_t agreeing = 0;
+  bool split = false;
+  for (const auto& server : state.servers) {
+    if (!server.held) {
+      continue;
+    }
+    if (server.token == state.token) {
+      ++agreeing;
+    } else {
+      split = true;
+    }
+  }
+  return std::to_string(agreeing) + "/" + std::to_string(state.servers.size())
+         + (split ? " split" : "");
+}
+
+// One row; the SERVERS cell only when `with_servers`, the QUEUE cell only
+// when `with_queue`. COMMAND comes last.
 Row
-row_of(const lock::LockState& state, std::int64_t now_ms, bool with_queue) {
+row_of(const lock::LockState& state,
+       std::int64_t now_ms,
+       bool with_servers,
+       bool with_queue) {
   Row row{printable(state.name)};
   if (!state.held) {
     row.insert(row.end(), {"-", "-", "-", "-"});
@@ -47,6 +71,9 @@ row_of(const lock::LockState& state, std::int64_t now_ms, bool with_queue) {
                 format_duration(held_for),
                 ttl_text(state),
                 std::to_string(state.fence)});
+  }
+  if (with_servers) {
+    row.push_back(servers_text(state));
   }
   if (with_queue) {
     row.push_back(std::to_string(state.waiters));
@@ -183,6 +210,42 @@ cluster_line(const lock::DeploymentState& state) {
   return printable(line) + "\n";
 }
 
+// A quorum's lock, as each server has it.
+nlohmann::ordered_json
+nodes_json(const lock::LockState& state) {
+  auto nodes = nlohmann::ordered_json::array();
+  for (const auto& server : state.servers) {
+    nlohmann::ordered_json node{{"node", server.server}, {"held", server.held}};
+    node["token"] = server.held ? nlohmann::ordered_json(server.token)
+                                : nlohmann::ordered_json(nullptr);
+    node["ttl_ms"] = server.held && server.ttl_ms >= 0
+                         ? nlohmann::ordered_json(server.ttl_ms)
+                         : nlohmann::ordered_json(nullptr);
+    node["fence"] = server.held ? nlohmann::ordered_json(server.fence)
+                                : nlohmann::ordered_json(nullptr);
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+// "redlock: 5 servers, quorum 3, 4 reachable; down: 127.0.0.1:7003".
+std::string
+quorum_line(const lock::DeploymentState& state) {
+  std::string down;
+  std::size_t reachable = 0;
+  for (const auto& server : state.quorum_servers) {
+    if (server.error.empty()) {
+      ++reachable;
+    } else {
+      down += (down.empty() ? "; down: " : ", ") + server.address;
+    }
+  }
+  return printable("redlock: " + plural(state.quorum_servers.size(), "server")
+                   + ", quorum " + std::to_string(state.quorum) + ", "
+                   + std::to_string(reachable) + " reachable" + down)
+         + "\n";
+}
+
 } // namespace
 
 std::string
@@ -191,13 +254,18 @@ format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
       std::any_of(snapshot.locks.begin(),
                   snapshot.locks.end(),
                   [](const auto& state) { return state.waiters > 0; });
+  const bool with_servers = snapshot.quorum > 0;
   std::vector<Row> rows{{"NAME", "HOLDER", "HELD FOR", "TTL", "FENCE"}};
+  if (with_servers) {
+    rows.front().push_back("SERVERS");
+  }
   if (with_queue) {
     rows.front().push_back("QUEUE");
   }
   rows.front().push_back("COMMAND");
   for (const auto& state : snapshot.locks) {
-    rows.push_back(row_of(state, snapshot.server_now_ms, with_queue));
+    rows.push_back(
+        row_of(state, snapshot.server_now_ms, with_servers, with_queue));
   }
   if (!fits(rows, width)) {
     for (auto& row : rows) {
@@ -249,6 +317,10 @@ format_status_json(const lock::StatusSnapshot& snapshot,
     if (state.slot >= 0) {
       entry["slot"] = state.slot;
     }
+    if (snapshot.quorum > 0) {
+      entry["quorum"] = state.quorum;
+      entry["nodes"] = nodes_json(state);
+    }
     locks.push_back(std::move(entry));
   }
   // Replace invalid UTF-8 rather than throw: names and commands are bytes.
@@ -261,6 +333,9 @@ std::string
 format_topology_line(const lock::DeploymentState& state) {
   if (state.is_cluster()) {
     return cluster_line(state);
+  }
+  if (state.quorum > 0) {
+    return quorum_line(state);
   }
   const auto agreeing = std::count_if(
       state.sentinels.begin(),

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace rlock::lock {
 
@@ -30,6 +31,11 @@ struct Deployment {
   RestartGrace restart_grace;
   // How many replicas must confirm the acquire and every renewal.
   ReplicaPolicy replicas;
+  // Not empty: a quorum of independent masters (Redlock), each one server
+  // or a Sentinel master, of which `quorum` must agree; the fields above
+  // then hold what all share (prefix, timeouts, restart grace).
+  std::vector<Deployment> members;
+  int quorum = 0;
 };
 
 // Returns the store for `deployment`, not yet connected: the one place that

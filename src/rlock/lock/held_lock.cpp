@@ -19,7 +19,7 @@ HeldLock::key() const {
 BootTime
 HeldLock::kill_deadline() const {
   return m_renewer ? m_renewer->kill_deadline()
-                   : m_timing.kill_deadline(m_acquired.sent);
+                   : m_timing.kill_deadline(lease_start());
 }
 
 Renewer&
@@ -28,7 +28,7 @@ HeldLock::start_renewing() {
                            m_request.name,
                            m_request.token,
                            m_timing,
-                           m_acquired.sent);
+                           lease_start());
 }
 
 void

@@ -35,10 +35,17 @@ public:
     return m_acquired.fence;
   }
 
-  // When the winning request was sent: the lease counts from here.
+  // When the winning request was sent.
   BootTime
   sent() const {
     return m_acquired.sent;
+  }
+
+  // Where the lease counts from: the send, less an allowance for servers
+  // whose clocks may run faster than ours (a quorum of servers).
+  BootTime
+  lease_start() const {
+    return m_acquired.sent - m_acquired.clock_allowance;
   }
 
   const LeaseTiming&

@@ -53,6 +53,12 @@ struct AcquireAttempt {
   // When not acquired because the server started too recently
   // (--restart-grace): why, for people; retry_ms is when the grace ends.
   std::string held_back;
+  // A quorum of servers (Redlock): how many granted it, of how many (0 and
+  // 0 elsewhere), and how much earlier than `sent` the lease counts as
+  // taken, for the servers' clocks that may run faster than ours.
+  int granted = 0;
+  int servers = 0;
+  Duration clock_allowance{};
 };
 
 // A lock broken by release --force.
@@ -80,6 +86,21 @@ struct Renewal {
   // The lease's PTTL found before extending it: -1 without expiry, -2 when
   // not held.
   std::int64_t remaining_before_ms = -2;
+  // A quorum of servers (Redlock): how many confirmed it (0 elsewhere), and
+  // how much earlier than its send the lease counts as renewed, for the
+  // servers' clocks that may run faster than ours.
+  int confirmed = 0;
+  Duration clock_allowance{};
+};
+
+// A quorum of servers (Redlock): one server's view of a lock.
+struct ServerLockState {
+  std::string server; // its address
+  bool held = false;
+  std::string token;
+  std::int64_t ttl_ms = -1;
+  std::int64_t fence = 0;
+  std::string error; // why it did not answer; "" when it did
 };
 
 // What the store says about one lock at one moment.
@@ -103,6 +124,11 @@ struct LockState {
   // ("" and -1 elsewhere).
   std::string node;
   int slot = -1;
+  // A quorum of servers: each server's view, and whether one token holds it
+  // on a quorum of them (the fields above are that token's, else those of
+  // the token on the most servers).
+  std::vector<ServerLockState> servers;
+  bool quorum = false;
 };
 
 // A Redis Cluster master that did not answer, and why.
@@ -115,8 +141,11 @@ struct StatusSnapshot {
   std::int64_t server_now_ms = 0; // to tell how long each lock has been held
   std::vector<LockState> locks;
   // Redis Cluster: each master that did not answer; the locks are those of
-  // the masters that did.
+  // the masters that did. A quorum of servers: each server that did not.
   std::vector<SilentNode> unreachable;
+  // A quorum of servers: how many there are and must agree (0 elsewhere).
+  int servers = 0;
+  int quorum = 0;
 };
 
 // A replica as its master reports it (INFO replication).
@@ -149,6 +178,12 @@ struct ClusterShardState {
   std::string error; // why it did not answer; "" when it did
 };
 
+// A server of a quorum (Redlock), and why it did not answer ("" when it did).
+struct QuorumServer {
+  std::string address;
+  std::string error;
+};
+
 // How a replicated or sharded deployment stands. Sentinel: where the store
 // writes, its replicas, and what each sentinel says. Cluster: each master.
 struct DeploymentState {
@@ -160,6 +195,9 @@ struct DeploymentState {
   // the slots no master serves (none when all 16384 are served).
   std::vector<ClusterShardState> shards;
   std::vector<redis::SlotSpan> uncovered_slots;
+  // A quorum of servers (Redlock): each server and the quorum (0 elsewhere).
+  std::vector<QuorumServer> quorum_servers;
+  int quorum = 0;
 
   bool
   is_cluster() const {

@@ -16,17 +16,115 @@ milliseconds_of(Duration duration) {
   return std::to_string(std::max<std::int64_t>(ms.count(), 1));
 }
 
-// Runs a script that answers 0 or 1, and returns that answer.
-bool
-run_yes_no(redis::Connection& connection,
-           const redis::Script& script,
-           const std::vector<std::string>& keys,
-           const std::vector<std::string>& args,
-           const std::string& what) {
-  return decode_yes_no(redis::run_script(connection, script, keys, args), what);
+redis::Reply
+run(redis::Connection& connection, const ScriptCall& call) {
+  return redis::run_script(connection, *call.script, call.keys, call.args);
 }
 
 } // namespace
+
+std::vector<std::string>
+ScriptCall::command(bool eval) const {
+  return redis::script_command(*script, eval ? "EVAL" : "EVALSHA", keys, args);
+}
+
+ScriptCall
+acquire_call(const LockKeys& keys,
+             const std::string& token,
+             Duration ttl,
+             const Holder& holder,
+             Duration queue_ttl) {
+  return {&redis::k_acquire_script,
+          keys.script_keys(),
+          {token,
+           milliseconds_of(ttl),
+           holder.host,
+           std::to_string(holder.pid),
+           holder.user,
+           holder.command,
+           queue_ttl > Duration::zero() ? milliseconds_of(queue_ttl) : "0"},
+          "cannot acquire lock " + quote(keys.name)};
+}
+
+ScriptCall
+renew_call(const LockKeys& keys,
+           const std::string& token,
+           Duration ttl,
+           RenewMode mode) {
+  // Zero keeps the length the lock was taken with.
+  return {&redis::k_renew_script,
+          {keys.lock},
+          {token,
+           ttl == Duration::zero() ? "0" : milliseconds_of(ttl),
+           mode == RenewMode::exact ? "exact" : "at_least"},
+          "cannot renew lock " + quote(keys.name)};
+}
+
+ScriptCall
+release_call(const LockKeys& keys, const std::string& token) {
+  return {&redis::k_release_script,
+          keys.script_keys(),
+          {token, keys.channel_prefix},
+          "cannot release lock " + quote(keys.name)};
+}
+
+ScriptCall
+check_call(const LockKeys& keys, const std::string& token) {
+  return {&redis::k_check_script,
+          {keys.lock},
+          {token},
+          "cannot check lock " + quote(keys.name)};
+}
+
+ScriptCall
+force_release_call(const LockKeys& keys) {
+  return {&redis::k_force_release_script,
+          keys.script_keys(),
+          {keys.channel_prefix},
+          "cannot break lock " + quote(keys.name)};
+}
+
+ScriptCall
+peek_call(const LockKeys& keys) {
+  return {&redis::k_peek_script,
+          keys.script_keys(),
+          {},
+          "cannot read lock " + quote(keys.name)};
+}
+
+ScriptCall
+leave_queue_call(const LockKeys& keys, const std::string& token) {
+  return {&redis::k_leave_script,
+          keys.script_keys(),
+          {token, keys.channel_prefix},
+          "cannot leave the queue of " + quote(keys.name)};
+}
+
+ScriptCall
+slot_call(const LockKeys& keys, Duration length) {
+  return {&redis::k_slot_script,
+          keys.script_keys(),
+          {milliseconds_of(length)},
+          "cannot read the current slot of " + quote(keys.name)};
+}
+
+ScriptCall
+mark_slot_call(const LockKeys& keys, std::int64_t number, Duration keep) {
+  return {&redis::k_mark_slot_script,
+          keys.script_keys(),
+          {std::to_string(number), milliseconds_of(keep)},
+          "cannot record the current slot of " + quote(keys.name)};
+}
+
+ScriptCall
+raise_fence_call(const LockKeys& keys,
+                 const std::string& token,
+                 std::int64_t fence) {
+  return {&redis::k_raise_fence_script,
+          keys.script_keys(),
+          {token, std::to_string(fence)},
+          "cannot raise the fence of " + quote(keys.name)};
+}
 
 AcquireAttempt
 try_acquire(redis::Connection& connection,
@@ -36,19 +134,8 @@ try_acquire(redis::Connection& connection,
             const Holder& holder,
             Duration queue_ttl) {
   const BootTime sent = boot_now();
-  const auto reply = redis::run_script(
-      connection,
-      redis::k_acquire_script,
-      keys.script_keys(),
-      {token,
-       milliseconds_of(ttl),
-       holder.host,
-       std::to_string(holder.pid),
-       holder.user,
-       holder.command,
-       queue_ttl > Duration::zero() ? milliseconds_of(queue_ttl) : "0"});
-  auto attempt =
-      decode_acquire(reply, "cannot acquire lock " + quote(keys.name));
+  const auto call = acquire_call(keys, token, ttl, holder, queue_ttl);
+  auto attempt = decode_acquire(run(connection, call), call.what);
   attempt.sent = sent;
   return attempt;
 }
@@ -57,11 +144,8 @@ void
 leave_queue(redis::Connection& connection,
             const LockKeys& keys,
             const std::string& token) {
-  run_yes_no(connection,
-             redis::k_leave_script,
-             keys.script_keys(),
-             {token, keys.channel_prefix},
-             "cannot leave the queue of " + quote(keys.name));
+  const auto call = leave_queue_call(keys, token);
+  decode_yes_no(run(connection, call), call.what);
 }
 
 Renewal
@@ -70,26 +154,16 @@ renew(redis::Connection& connection,
       const std::string& token,
       Duration ttl,
       RenewMode mode) {
-  // Zero keeps the length the lock was taken with.
-  const auto reply =
-      redis::run_script(connection,
-                        redis::k_renew_script,
-                        {keys.lock},
-                        {token,
-                         ttl == Duration::zero() ? "0" : milliseconds_of(ttl),
-                         mode == RenewMode::exact ? "exact" : "at_least"});
-  return decode_renew(reply, "cannot renew lock " + quote(keys.name));
+  const auto call = renew_call(keys, token, ttl, mode);
+  return decode_renew(run(connection, call), call.what);
 }
 
 bool
 release(redis::Connection& connection,
         const LockKeys& keys,
         const std::string& token) {
-  return run_yes_no(connection,
-                    redis::k_release_script,
-                    keys.script_keys(),
-                    {token, keys.channel_prefix},
-                    "cannot release lock " + quote(keys.name));
+  const auto call = release_call(keys, token);
+  return decode_yes_no(run(connection, call), call.what);
 }
 
 void
@@ -119,26 +193,21 @@ std::optional<Duration>
 check(redis::Connection& connection,
       const LockKeys& keys,
       const std::string& token) {
-  const auto reply = redis::run_script(
-      connection, redis::k_check_script, {keys.lock}, {token});
-  return decode_check(reply, "cannot check lock " + quote(keys.name));
+  const auto call = check_call(keys, token);
+  return decode_check(run(connection, call), call.what);
 }
 
 std::optional<BrokenLock>
 force_release(redis::Connection& connection, const LockKeys& keys) {
-  const auto reply = redis::run_script(connection,
-                                       redis::k_force_release_script,
-                                       keys.script_keys(),
-                                       {keys.channel_prefix});
-  return decode_force_release(reply, "cannot break lock " + quote(keys.name));
+  const auto call = force_release_call(keys);
+  return decode_force_release(run(connection, call), call.what);
 }
 
 AcquireAttempt
 peek(redis::Connection& connection, const LockKeys& keys) {
   const BootTime sent = boot_now();
-  const auto reply = redis::run_script(
-      connection, redis::k_peek_script, keys.script_keys(), {});
-  auto attempt = decode_peek(reply, "cannot read lock " + quote(keys.name));
+  const auto call = peek_call(keys);
+  auto attempt = decode_peek(run(connection, call), call.what);
   attempt.sent = sent;
   return attempt;
 }
@@ -147,12 +216,8 @@ Slot
 current_slot(redis::Connection& connection,
              const LockKeys& keys,
              Duration length) {
-  const auto reply = redis::run_script(connection,
-                                       redis::k_slot_script,
-                                       keys.script_keys(),
-                                       {milliseconds_of(length)});
-  return decode_slot(reply,
-                     "cannot read the current slot of " + quote(keys.name));
+  const auto call = slot_call(keys, length);
+  return decode_slot(run(connection, call), call.what);
 }
 
 void
@@ -160,11 +225,8 @@ mark_slot_done(redis::Connection& connection,
                const LockKeys& keys,
                std::int64_t number,
                Duration keep) {
-  run_yes_no(connection,
-             redis::k_mark_slot_script,
-             keys.script_keys(),
-             {std::to_string(number), milliseconds_of(keep)},
-             "cannot record the current slot of " + quote(keys.name));
+  const auto call = mark_slot_call(keys, number, keep);
+  decode_yes_no(run(connection, call), call.what);
 }
 
 } // namespace rlock::lock

@@ -8,8 +8,49 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+namespace rlock::redis {
+struct Script;
+}
 
 namespace rlock::lock {
+
+// One call of a lock script, for a caller that sends it on several
+// connections at once (QuorumStore): the script, its keys and arguments,
+// and what failed, for messages.
+struct ScriptCall {
+  const redis::Script* script = nullptr;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+  std::string what;
+
+  // The command that runs it by SHA1 (EVALSHA), or by source (`eval`).
+  std::vector<std::string> command(bool eval = false) const;
+};
+
+ScriptCall acquire_call(const LockKeys& keys,
+                        const std::string& token,
+                        Duration ttl,
+                        const Holder& holder,
+                        Duration queue_ttl = Duration::zero());
+ScriptCall renew_call(const LockKeys& keys,
+                      const std::string& token,
+                      Duration ttl,
+                      RenewMode mode);
+ScriptCall release_call(const LockKeys& keys, const std::string& token);
+ScriptCall check_call(const LockKeys& keys, const std::string& token);
+ScriptCall force_release_call(const LockKeys& keys);
+ScriptCall peek_call(const LockKeys& keys);
+ScriptCall leave_queue_call(const LockKeys& keys, const std::string& token);
+ScriptCall slot_call(const LockKeys& keys, Duration length);
+ScriptCall
+mark_slot_call(const LockKeys& keys, std::int64_t number, Duration keep);
+// Raises the server's fence counter for the lock to at least `fence` and,
+// when `token` holds the lock, records `fence` as its fence.
+ScriptCall raise_fence_call(const LockKeys& keys,
+                            const std::string& token,
+                            std::int64_t fence);
 
 // Tries once to take the lock with `token` for `ttl`. With a `queue_ttl`, a
 // waiter that does not get it joins the FIFO queue (or refreshes its place

@@ -1,6 +1,7 @@
 #include <rlock/lock/cluster_store.hpp>
 #include <rlock/lock/discovering_store.hpp>
 #include <rlock/lock/protocol.hpp>
+#include <rlock/lock/quorum_store.hpp>
 #include <rlock/lock/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
@@ -39,6 +40,9 @@ private:
 
 std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
+  if (!deployment.members.empty()) {
+    return std::make_unique<QuorumStore>(deployment);
+  }
   if (deployment.cluster) {
     return std::make_unique<ClusterStore>(deployment);
   }
@@ -125,9 +129,7 @@ RedisStore::locate(const redis::ConnectOptions& options) {
 }
 
 int
-RedisStore::confirm(redis::Connection& c,
-                    const std::string& what,
-                    Duration limit) {
+RedisStore::replicas_to_confirm(redis::Connection& c) {
   const auto& policy = m_deployment.replicas;
   if (!m_required_replicas) {
     const bool counted = policy.mode == ReplicaPolicy::Mode::count;
@@ -146,7 +148,15 @@ RedisStore::confirm(redis::Connection& c,
                 + " to confirm it");
     }
   }
-  const int required = *m_required_replicas;
+  return *m_required_replicas;
+}
+
+int
+RedisStore::confirm(redis::Connection& c,
+                    const std::string& what,
+                    Duration limit) {
+  const auto& policy = m_deployment.replicas;
+  const int required = replicas_to_confirm(c);
   if (required == 0) {
     return 0;
   }
@@ -392,9 +402,10 @@ RedisStore::deployment_state() {
 std::unique_ptr<Wakeups>
 RedisStore::watch(std::string_view name, const std::string& token) {
   const auto lock_keys = keys(name);
+  const auto options = bounded_options();
   return std::make_unique<RedisWakeups>(redis::Subscription::open(
-      locate(bounded_options()),
-      m_deployment.connect,
+      locate(options),
+      options,
       {lock_keys.released_channel(), lock_keys.wake_channel(token)}));
 }
 
@@ -433,6 +444,25 @@ RedisStore::idle_connection_broken() {
   }
   m_connection.reset();
   return true;
+}
+
+redis::Connection&
+RedisStore::session() {
+  try {
+    return connection();
+  } catch (...) {
+    m_connection.reset();
+    throw;
+  }
+}
+
+std::string
+RedisStore::address() const {
+  if (m_deployment.sentinel && !m_deployment.sentinel->sentinels.empty()) {
+    return "master " + quote(m_deployment.sentinel->name) + " of sentinel "
+           + m_deployment.sentinel->sentinels.front().address();
+  }
+  return m_deployment.endpoint.address();
 }
 
 void

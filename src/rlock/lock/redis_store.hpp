@@ -67,6 +67,22 @@ public:
   // True when the server runs in cluster mode (INFO cluster).
   bool is_cluster_node();
 
+  // For a store that drives the connection itself (QuorumStore's fan-out):
+  // returns it, made now if there is none (with Sentinel: to the master
+  // named now), bounded by the deadline. Throws Failure. disconnect() after
+  // an exchange on it failed.
+  redis::Connection& session();
+
+  // Returns how many replicas must confirm each write made on `c`, fixed at
+  // the first call as by the first acquire.
+  int replicas_to_confirm(redis::Connection& c);
+
+  // Returns the keys of lock `name`.
+  LockKeys keys(std::string_view name) const;
+
+  // Returns where the server, or the first sentinel, is, for messages.
+  std::string address() const;
+
 private:
   // Returns the connection for the next step, connected and bounded by the
   // deadline. A failure drops it, so that the next step connects again.
@@ -75,7 +91,6 @@ private:
   redis::Connection open_connection(const redis::ConnectOptions& options);
   // Returns where the server, or the master Sentinel names now, is.
   redis::Endpoint locate(const redis::ConnectOptions& options);
-  LockKeys keys(std::string_view name) const;
   KeySpace key_space() const;
   redis::ConnectOptions bounded_options() const;
   // Waits until the replicas the policy asks for confirmed the write just

@@ -135,14 +135,14 @@ Renewer::renew_until_lost() {
 bool
 Renewer::renew_once(BootTime deadline) {
   const BootTime sent = boot_now();
+  Renewal renewal;
   try {
     // One attempt gets at most half a renewal interval, so that a server
     // that went silent (frozen, or failed over) leaves time to try again on
     // a new connection, which with Sentinel goes to the master of now.
     m_store->set_deadline(
         std::min(deadline, sent + m_timing.renew_interval / 2));
-    const auto renewal =
-        m_store->renew(m_name, m_token, m_timing.ttl, RenewMode::exact);
+    renewal = m_store->renew(m_name, m_token, m_timing.ttl, RenewMode::exact);
     if (!renewal.held) {
       mark_lost("it was deleted or taken over");
       return false;
@@ -165,7 +165,7 @@ Renewer::renew_once(BootTime deadline) {
     }
     return false;
   }
-  return publish_renewal(sent, deadline);
+  return publish_renewal(sent - renewal.clock_allowance, deadline, renewal);
 }
 
 // Counts a renewal sent at `sent` whose reply came before `deadline`, the
@@ -175,7 +175,9 @@ Renewer::renew_once(BootTime deadline) {
 // either thread) no renewal is counted or reported; the output is queued,
 // so holding the mutex while reporting blocks nobody.
 bool
-Renewer::publish_renewal(BootTime sent, BootTime deadline) {
+Renewer::publish_renewal(BootTime sent,
+                         BootTime deadline,
+                         const Renewal& renewal) {
   std::unique_lock lock(m_loss_mutex);
   if (m_lost) {
     return false;
@@ -192,12 +194,14 @@ Renewer::publish_renewal(BootTime sent, BootTime deadline) {
   m_last_sent_ns = sent.count();
   log::info("renewed " + quote(m_name) + " (valid for "
             + format_duration(m_timing.ttl) + ")");
-  events::emit(
-      "renewed",
-      m_name,
-      {{"ttl_ms",
-        std::chrono::duration_cast<std::chrono::milliseconds>(m_timing.ttl)
-            .count()}});
+  nlohmann::ordered_json fields{
+      {"ttl_ms",
+       std::chrono::duration_cast<std::chrono::milliseconds>(m_timing.ttl)
+           .count()}};
+  if (renewal.confirmed > 0) {
+    fields["confirmed"] = renewal.confirmed;
+  }
+  events::emit("renewed", m_name, fields);
   lock.unlock();
   notify();
   return true;

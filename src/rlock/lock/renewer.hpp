@@ -72,7 +72,8 @@ private:
   void connect_early();
   Wake sleep_until(BootTime when);
   bool renew_once(BootTime deadline);
-  bool publish_renewal(BootTime sent, BootTime deadline);
+  bool
+  publish_renewal(BootTime sent, BootTime deadline, const Renewal& renewal);
   std::optional<std::string> cut_short_reason(std::int64_t remaining_ms) const;
   void mark_lost(const std::string& reason);
   void report_failure(BootTime deadline, const std::string& error);

@@ -157,6 +157,11 @@ Connection::take_arrived_reply(bool read_socket) {
 }
 
 void
+Connection::send() {
+  flush();
+}
+
+void
 Connection::flush() {
   if (!m_output.empty()) {
     const std::string output = std::exchange(m_output, {});

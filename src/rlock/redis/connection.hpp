@@ -49,6 +49,11 @@ public:
   // Returns the next reply of a pipeline. Throws as command() does.
   Reply read_reply();
 
+  // Sends the commands appended so far without reading any reply, for a
+  // caller that waits on several connections at once (exchange_all()).
+  // Throws as command() does.
+  void send();
+
   // Queues a command that goes out with the next one, its reply kept for
   // take_aside_reply() instead of being returned by read_reply(): a question
   // that rides along without a round trip of its own. Only with no reply

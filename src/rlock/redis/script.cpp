@@ -2,13 +2,12 @@
 
 namespace rlock::redis {
 
-namespace {
-
 std::vector<std::string>
-eval_args(std::string_view verb,
-          std::string_view body,
-          const std::vector<std::string>& keys,
-          const std::vector<std::string>& args) {
+script_command(const Script& script,
+               std::string_view verb,
+               const std::vector<std::string>& keys,
+               const std::vector<std::string>& args) {
+  const auto body = verb == "EVAL" ? script.source : script.sha1;
   std::vector<std::string> command{
       std::string(verb), std::string(body), std::to_string(keys.size())};
   command.insert(command.end(), keys.begin(), keys.end());
@@ -21,17 +20,15 @@ is_noscript(const Reply& reply) {
   return reply.is_error() && reply.text.starts_with("NOSCRIPT");
 }
 
-} // namespace
-
 Reply
 run_script(Connection& connection,
            const Script& script,
            const std::vector<std::string>& keys,
            const std::vector<std::string>& args) {
   auto reply =
-      connection.command(eval_args("EVALSHA", script.sha1, keys, args));
+      connection.command(script_command(script, "EVALSHA", keys, args));
   if (is_noscript(reply)) {
-    reply = connection.command(eval_args("EVAL", script.source, keys, args));
+    reply = connection.command(script_command(script, "EVAL", keys, args));
   }
   return reply;
 }

@@ -16,6 +16,16 @@ struct Script {
   std::string_view sha1;
 };
 
+// Returns the command that runs `script` by its SHA1 (`verb` EVALSHA) or
+// its source (EVAL).
+std::vector<std::string> script_command(const Script& script,
+                                        std::string_view verb,
+                                        const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& args);
+
+// True when `reply` says the server does not have the script (NOSCRIPT).
+bool is_noscript(const Reply& reply);
+
 // Runs `script` with EVALSHA, and with EVAL when the server answers NOSCRIPT
 // (after a restart or SCRIPT FLUSH), which also caches it again. Returns the
 // reply, which may be an error reply; throws as Connection::command() does.

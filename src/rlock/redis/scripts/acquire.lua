@@ -15,23 +15,17 @@
 -- path only shrinks it: Redis over maxmemory with noeviction then refuses
 -- the script before it changed anything.
 
--- How long the fence key outlives the moment the server's clock passes the
--- fence it holds.
-local fence_keep_ms = 1000
-
 -- Returns the next fence: above the last one while its key lives, and the
 -- server's clock in microseconds otherwise. The key lives until the clock
--- has passed the fence it holds (plus fence_keep_ms), so a fence taken from
--- the clock is above every earlier one as long as the clock moves forward,
--- even when the key was lost (FLUSHALL, a restart without persistence, a
+-- has passed the fence it holds (store_fence), so a fence taken from the
+-- clock is above every earlier one as long as the clock moves forward, even
+-- when the key was lost (FLUSHALL, a restart without persistence, a
 -- failover to a replica that missed it). Microseconds since the epoch stay
 -- below 2^53 until the year 2255: exact in a Lua number and in JSON.
 local function next_fence()
   local last = tonumber(redis.call('GET', KEYS[2])) or 0
   local fence = math.max(last + 1, now_us)
-  local keep_ms = math.ceil((fence - now_us) / 1000) + fence_keep_ms
-  redis.call('SET', KEYS[2], string.format('%d', fence),
-    'PX', string.format('%d', keep_ms))
+  store_fence(fence)
   return fence
 end
 

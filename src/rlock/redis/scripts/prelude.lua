@@ -14,6 +14,18 @@ local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 
+-- How long the fence key outlives the moment the server's clock passes the
+-- fence it holds.
+local fence_keep_ms = 1000
+
+-- Records `fence` as the last fence issued, kept until the server's clock
+-- has passed it, plus fence_keep_ms.
+local function store_fence(fence)
+  local keep_ms = math.max(math.ceil((fence - now_us) / 1000), 0) + fence_keep_ms
+  redis.call('SET', KEYS[2], string.format('%d', fence),
+    'PX', string.format('%d', keep_ms))
+end
+
 -- Removes a waiter from the queue.
 local function leave_queue(token)
   redis.call('ZREM', KEYS[3], token)

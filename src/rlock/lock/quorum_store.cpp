@@ -1,0 +1,949 @@
+#include <rlock/lock/quorum_store.hpp>
+#include <rlock/lock/replies.hpp>
+#include <rlock/lock/restart_grace.hpp>
+#include <rlock/lock/server_facts.hpp>
+#include <rlock/redis/fanout.hpp>
+#include <rlock/redis/script.hpp>
+#include <rlock/util/fd.hpp>
+#include <rlock/util/log.hpp>
+#include <rlock/util/random.hpp>
+#include <rlock/util/text.hpp>
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+namespace rlock::lock {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr Duration k_longest_per_server = milliseconds(50);
+constexpr Duration k_undo_bound = std::chrono::seconds(1);
+constexpr Duration k_status_bound = std::chrono::seconds(2);
+
+std::int64_t
+to_ms(Duration duration) {
+  return std::chrono::duration_cast<milliseconds>(duration).count();
+}
+
+std::string
+info_field(const std::string& info, const std::string& field) {
+  const auto fields = parse_info(info);
+  const auto it = fields.find(field);
+  return it == fields.end() ? std::string() : it->second;
+}
+
+// Wakes a waiter when any server publishes a release: an epoll descriptor
+// over one subscription per server. A subscription that breaks is dropped
+// (a wake-up, since a message may have been lost); only when every one has
+// broken does take() throw.
+class QuorumWakeups final : public Wakeups {
+public:
+  explicit QuorumWakeups(std::vector<std::unique_ptr<Wakeups>> sources)
+      : m_epoll(::epoll_create1(EPOLL_CLOEXEC)), m_sources(std::move(sources)) {
+    if (m_epoll.get() < 0) {
+      throw redis::Failure(redis::FailureKind::closed,
+                           std::string("epoll_create1 failed: ")
+                               + std::strerror(errno));
+    }
+    for (std::size_t i = 0; i < m_sources.size(); ++i) {
+      epoll_event event{};
+      event.events = EPOLLIN;
+      event.data.u64 = i;
+      ::epoll_ctl(m_epoll.get(), EPOLL_CTL_ADD, m_sources[i]->fd(), &event);
+    }
+  }
+
+  int
+  fd() const override {
+    return m_epoll.get();
+  }
+
+  int
+  take() override {
+    int wakeups = 0;
+    std::string last_error;
+    for (auto& source : m_sources) {
+      if (!source) {
+        continue;
+      }
+      try {
+        wakeups += source->take();
+      } catch (const redis::Failure& e) {
+        ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, source->fd(), nullptr);
+        source.reset();
+        last_error = e.what();
+        ++wakeups;
+      }
+    }
+    if (std::none_of(m_sources.begin(), m_sources.end(), [](const auto& s) {
+          return s != nullptr;
+        })) {
+      throw redis::Failure(redis::FailureKind::closed,
+                           "every subscription broke (" + last_error + ")");
+    }
+    return wakeups;
+  }
+
+private:
+  UniqueFd m_epoll;
+  std::vector<std::unique_ptr<Wakeups>> m_sources;
+};
+
+// The reasons of the answers that do not count, joined.
+std::string
+failures_text(const std::vector<QuorumStore::Answer>& answers) {
+  std::string text;
+  for (const auto& answer : answers) {
+    if (answer.failure) {
+      text += (text.empty() ? "" : "; ") + std::string(answer.failure->what());
+    }
+  }
+  return text;
+}
+
+// How many of `answers` have a reply.
+int
+answered(const std::vector<QuorumStore::Answer>& answers) {
+  return static_cast<int>(
+      std::count_if(answers.begin(), answers.end(), [](const auto& a) {
+        return a.reply.has_value();
+      }));
+}
+
+// The time until `quorum` servers no longer hold the lock, from the PTTLs
+// (-1: no expiry) of the servers that hold it and the count that do not;
+// -2 when fewer than `quorum` hold it now.
+std::int64_t
+quorum_remaining_ms(std::vector<std::int64_t> held_ms, int quorum) {
+  if (static_cast<int>(held_ms.size()) < quorum) {
+    return -2;
+  }
+  // Past the (held - quorum + 1)-th lease to end, fewer than a quorum hold.
+  for (auto& ms : held_ms) {
+    if (ms < 0) {
+      ms = std::numeric_limits<std::int64_t>::max();
+    }
+  }
+  std::sort(held_ms.begin(), held_ms.end());
+  const auto at = held_ms[held_ms.size() - static_cast<std::size_t>(quorum)];
+  return at == std::numeric_limits<std::int64_t>::max() ? -1 : at;
+}
+
+// The time until `quorum` servers are free, from the PTTLs of the servers
+// that hold it and the count of free ones.
+std::int64_t
+free_in_ms(std::vector<std::int64_t> held_ms, int free, int quorum) {
+  const int more = quorum - free;
+  if (more <= 0) {
+    return 0;
+  }
+  if (static_cast<int>(held_ms.size()) < more) {
+    return -1;
+  }
+  std::sort(held_ms.begin(), held_ms.end());
+  const auto at = held_ms[static_cast<std::size_t>(more - 1)];
+  return at < 0 ? -1 : at;
+}
+
+} // namespace
+
+QuorumStore::QuorumStore(const Deployment& deployment)
+    : m_deployment(deployment) {
+  for (auto member : deployment.members) {
+    member.prefix = deployment.prefix;
+    member.connect = deployment.connect;
+    member.restart_grace = deployment.restart_grace;
+    m_members.push_back(Member{std::make_unique<RedisStore>(member), {}});
+  }
+}
+
+std::unique_ptr<LockStore>
+QuorumStore::another() const {
+  auto store = std::make_unique<QuorumStore>(m_deployment);
+  store->m_granted = m_granted;
+  for (std::size_t i = 0; i < m_members.size(); ++i) {
+    store->m_members[i].store->require_replicas(
+        m_members[i].store->required_replicas());
+  }
+  return store;
+}
+
+LockKeys
+QuorumStore::keys(std::string_view name) const {
+  return m_members.front().store->keys(name);
+}
+
+std::string
+QuorumStore::key_of(std::string_view name) const {
+  return keys(name).lock;
+}
+
+std::vector<std::size_t>
+QuorumStore::all_members() const {
+  std::vector<std::size_t> all(m_members.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    all[i] = i;
+  }
+  return all;
+}
+
+Duration
+QuorumStore::step_time() const {
+  const Duration io = m_deployment.connect.io_timeout;
+  return m_deadline ? std::clamp(*m_deadline - boot_now(), Duration(), io) : io;
+}
+
+Duration
+QuorumStore::per_server_time(Duration ttl) const {
+  return std::min(k_longest_per_server, ttl / 20);
+}
+
+Duration
+QuorumStore::clock_allowance(Duration ttl) const {
+  return ttl / 100 + milliseconds(2);
+}
+
+void
+QuorumStore::note_server(Member& member, const redis::Reply& info) {
+  if (!info.is_string()) {
+    return;
+  }
+  member.run_id = info_field(info.text, "run_id");
+}
+
+std::vector<QuorumStore::Answer>
+QuorumStore::round(const std::vector<std::size_t>& members,
+                   const ScriptCall& call,
+                   Duration per_server,
+                   bool confirm,
+                   bool by_source) {
+  std::vector<Answer> answers;
+  std::vector<redis::Exchange> exchanges;
+  // Per exchange: its answer, and whether INFO leads and WAIT follows.
+  struct Shape {
+    std::size_t answer;
+    bool info;
+    int replicas;
+  };
+  std::vector<Shape> shapes;
+  bool waits = false;
+  for (const auto member : members) {
+    answers.push_back(Answer{member, {}, {}, {}, store_address(member)});
+    auto& store = *m_members[member].store;
+    try {
+      auto& c = store.session();
+      answers.back().address = c.address();
+      redis::Exchange exchange;
+      exchange.connection = &c;
+      const bool info = !c.server_started().has_value();
+      if (info) {
+        exchange.commands.push_back({"INFO", "server"});
+      }
+      exchange.commands.push_back(call.command(by_source));
+      const int replicas = confirm ? store.replicas_to_confirm(c) : 0;
+      if (replicas > 0) {
+        waits = true;
+        exchange.commands.push_back(
+            {"WAIT",
+             std::to_string(replicas),
+             std::to_string(std::max<std::int64_t>(to_ms(per_server), 1))});
+      }
+      shapes.push_back(Shape{answers.size() - 1, info, replicas});
+      exchanges.push_back(std::move(exchange));
+    } catch (const redis::Failure& failure) {
+      answers.back().failure = failure;
+    }
+  }
+  redis::exchange_all(
+      exchanges, boot_now() + per_server + (waits ? per_server : Duration()));
+  std::vector<std::size_t> lost_script;
+  for (std::size_t i = 0; i < exchanges.size(); ++i) {
+    auto& exchange = exchanges[i];
+    auto& answer = answers[shapes[i].answer];
+    auto& member = m_members[answer.member];
+    if (exchange.failure) {
+      answer.failure = exchange.failure;
+      member.store->disconnect();
+      continue;
+    }
+    std::size_t at = 0;
+    if (shapes[i].info) {
+      const auto& info = exchange.replies[at++];
+      note_server(member, info);
+      if (const auto uptime =
+              info.is_string() ? uptime_of(info.text) : std::nullopt) {
+        exchange.connection->set_server_started(
+            latest_start(*uptime, boot_now()));
+      }
+    }
+    answer.started = exchange.connection->server_started();
+    auto& reply = exchange.replies[at];
+    if (redis::is_noscript(reply) && !by_source) {
+      lost_script.push_back(answer.member);
+      continue;
+    }
+    if (reply.is_error()) {
+      answer.failure =
+          redis::Failure(redis::FailureKind::server_error,
+                         call.what + " on " + exchange.connection->address()
+                             + ": " + printable(reply.text),
+                         redis::server_code_of(reply.text),
+                         reply.text);
+      if (answer.failure->server_code() == "READONLY") {
+        member.store->disconnect();
+      }
+      continue;
+    }
+    answer.reply = std::move(reply);
+    const int required = shapes[i].replicas;
+    if (required > 0) {
+      const auto& wait = exchange.replies[at + 1];
+      const auto confirmed =
+          wait.type == redis::Reply::Type::integer ? wait.integer : 0;
+      if (confirmed < required) {
+        // The write stands on the master; it does not count.
+        answer.failure = redis::Failure(
+            redis::FailureKind::unconfirmed,
+            "only " + std::to_string(confirmed) + " of "
+                + std::to_string(required) + " replicas of "
+                + exchange.connection->address() + " confirmed it");
+      }
+    }
+  }
+  if (!lost_script.empty()) {
+    for (auto& again : round(lost_script, call, per_server, confirm, true)) {
+      for (auto& answer : answers) {
+        if (answer.member == again.member) {
+          answer = std::move(again);
+        }
+      }
+    }
+  }
+  return answers;
+}
+
+std::string
+QuorumStore::unreachable_text(const std::vector<Answer>& answers) const {
+  std::string text;
+  int silent = 0;
+  for (const auto& answer : answers) {
+    if (!answer.reply && answer.failure) {
+      ++silent;
+      text += (text.empty() ? "" : "; ") + std::string(answer.failure->what());
+    }
+  }
+  return std::to_string(silent) + " of " + std::to_string(m_members.size())
+         + " servers unreachable, quorum " + std::to_string(m_deployment.quorum)
+         + " (" + text + ")";
+}
+
+std::string
+QuorumStore::store_address(std::size_t member) const {
+  return m_members[member].store->address();
+}
+
+void
+QuorumStore::require_quorum(const std::vector<Answer>& answers,
+                            const std::string& what) const {
+  if (answered(answers) >= m_deployment.quorum) {
+    return;
+  }
+  bool timed_out = true;
+  for (const auto& answer : answers) {
+    if (!answer.reply && answer.failure
+        && answer.failure->failure_kind() != redis::FailureKind::timed_out) {
+      timed_out = false;
+    }
+  }
+  throw redis::Failure(timed_out ? redis::FailureKind::timed_out
+                                 : redis::FailureKind::refused,
+                       what + ": " + unreachable_text(answers));
+}
+
+void
+QuorumStore::undo(const std::vector<std::size_t>& members,
+                  const LockKeys& keys,
+                  const std::string& token) {
+  if (members.empty()) {
+    return;
+  }
+  try {
+    round(members, release_call(keys, token), k_undo_bound);
+  } catch (...) {
+    // The leases end by themselves.
+  }
+}
+
+bool
+QuorumStore::raise_fence(const LockKeys& keys,
+                         const std::string& token,
+                         std::int64_t fence) {
+  const auto answers = round(all_members(),
+                             raise_fence_call(keys, token, fence),
+                             std::max(step_time(), k_longest_per_server));
+  const auto raised = std::count_if(
+      answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
+  // Every later quorum shares a server with these.
+  const auto needed =
+      static_cast<long>(m_members.size()) - m_deployment.quorum + 1;
+  return raised >= needed;
+}
+
+AcquireAttempt
+QuorumStore::acquire(const LockRequest& request, Duration queue_ttl) {
+  const auto lock_keys = keys(request.name);
+  const int quorum = m_deployment.quorum;
+  const BootTime sent = boot_now();
+  const auto answers = round(
+      all_members(),
+      acquire_call(
+          lock_keys, request.token, request.ttl, request.holder, queue_ttl),
+      per_server_time(request.ttl),
+      true);
+  // Who granted it, who may have (no reply, or one that does not count),
+  // and what the others said.
+  std::vector<std::size_t> granted;
+  std::vector<std::size_t> maybe;
+  std::vector<AcquireAttempt> busy;
+  std::vector<std::int64_t> fences;
+  for (const auto& answer : answers) {
+    if (!answer.reply) {
+      maybe.push_back(answer.member);
+      continue;
+    }
+    AcquireAttempt attempt;
+    try {
+      attempt = decode_acquire(*answer.reply,
+                               "cannot acquire lock " + quote(request.name));
+    } catch (const redis::Failure&) {
+      maybe.push_back(answer.member);
+      continue;
+    }
+    const auto held_back_by = answer.started
+                                  ? held_back(answer.address,
+                                              *answer.started,
+                                              m_deployment.restart_grace,
+                                              boot_now())
+                                  : std::nullopt;
+    if (attempt.acquired && answer.counts() && !held_back_by) {
+      granted.push_back(answer.member);
+      fences.push_back(attempt.fence);
+    } else if (attempt.acquired) {
+      maybe.push_back(answer.member);
+      if (held_back_by) {
+        busy.push_back(*held_back_by);
+      }
+    } else {
+      busy.push_back(attempt);
+    }
+  }
+  const Duration allowance = clock_allowance(request.ttl);
+  const bool in_time = boot_now() < sent + request.ttl - allowance;
+  if (static_cast<int>(granted.size()) >= quorum && in_time) {
+    const auto fence = *std::max_element(fences.begin(), fences.end());
+    if (raise_fence(lock_keys, request.token, fence)) {
+      m_granted.clear();
+      for (const auto member : granted) {
+        m_granted[member] = m_members[member].run_id;
+      }
+      undo(maybe, lock_keys, request.token);
+      AcquireAttempt won;
+      won.acquired = true;
+      won.fence = fence;
+      won.sent = sent;
+      won.clock_allowance = allowance;
+      won.granted = static_cast<int>(granted.size());
+      won.servers = static_cast<int>(m_members.size());
+      return won;
+    }
+  }
+  const int free = static_cast<int>(answered(answers) - busy.size());
+  const int agreed = static_cast<int>(granted.size());
+  granted.insert(granted.end(), maybe.begin(), maybe.end());
+  undo(granted, lock_keys, request.token);
+  require_quorum(answers, "cannot acquire lock " + quote(request.name));
+  return not_won(busy, free, agreed, request.ttl);
+}
+
+AcquireAttempt
+QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
+                     int free,
+                     int granted,
+                     Duration ttl) const {
+  // The holder most servers name speaks for them all.
+  std::map<std::string, int> votes;
+  const AcquireAttempt* spokesman = nullptr;
+  for (const auto& attempt : busy) {
+    const int count = ++votes[attempt.holder + '\n' + attempt.held_back];
+    if (spokesman == nullptr
+        || count > votes[spokesman->holder + '\n' + spokesman->held_back]) {
+      spokesman = &attempt;
+    }
+  }
+  AcquireAttempt result;
+  if (spokesman != nullptr) {
+    result = *spokesman;
+  } else {
+    result.holder = "no quorum (" + std::to_string(granted) + " of "
+                    + std::to_string(m_members.size())
+                    + " servers granted it, quorum "
+                    + std::to_string(m_deployment.quorum) + ")";
+  }
+  result.acquired = false;
+  result.servers = static_cast<int>(m_members.size());
+  result.granted = granted;
+  std::vector<std::int64_t> held_ms;
+  for (const auto& attempt : busy) {
+    held_ms.push_back(attempt.retry_ms);
+  }
+  result.retry_ms = free_in_ms(held_ms, free, m_deployment.quorum);
+  if (result.retry_ms == 0) {
+    // Free enough, but others tried at the same moment: back off a little,
+    // at random, so that one of us wins next time.
+    const auto spread = std::max<std::int64_t>(to_ms(per_server_time(ttl)), 10);
+    result.retry_ms = static_cast<std::int64_t>(
+        random_below_or_equal(static_cast<std::uint64_t>(spread)));
+  }
+  return result;
+}
+
+AcquireAttempt
+QuorumStore::peek(std::string_view name) {
+  const auto lock_keys = keys(name);
+  const BootTime sent = boot_now();
+  const auto answers = round(all_members(), peek_call(lock_keys), step_time());
+  require_quorum(answers, "cannot read lock " + quote(name));
+  std::vector<AcquireAttempt> busy;
+  int free = 0;
+  for (const auto& answer : answers) {
+    if (!answer.counts()) {
+      continue;
+    }
+    auto attempt =
+        decode_peek(*answer.reply, "cannot read lock " + quote(name));
+    if (attempt.acquired) {
+      ++free;
+    } else {
+      busy.push_back(attempt);
+    }
+  }
+  if (free >= m_deployment.quorum) {
+    AcquireAttempt open;
+    open.acquired = true;
+    open.sent = sent;
+    return open;
+  }
+  auto attempt = not_won(busy, free, 0, std::chrono::seconds(30));
+  attempt.sent = sent;
+  return attempt;
+}
+
+std::int64_t
+QuorumStore::lease_remaining_ms(std::string_view name) {
+  const auto lock_keys = keys(name);
+  // PTTL through a script round: one per server, read all at once.
+  const auto answers = round(all_members(), peek_call(lock_keys), step_time());
+  require_quorum(answers, "cannot read lock " + quote(name));
+  std::vector<std::int64_t> held_ms;
+  int free = 0;
+  for (const auto& answer : answers) {
+    if (!answer.counts()) {
+      continue;
+    }
+    const auto attempt =
+        decode_peek(*answer.reply, "cannot read lock " + quote(name));
+    if (attempt.acquired) {
+      ++free;
+    } else {
+      held_ms.push_back(attempt.retry_ms);
+    }
+  }
+  if (free >= m_deployment.quorum) {
+    return -2;
+  }
+  return free_in_ms(held_ms, free, m_deployment.quorum);
+}
+
+Renewal
+QuorumStore::renew(std::string_view name,
+                   const std::string& token,
+                   Duration ttl,
+                   RenewMode mode) {
+  const auto lock_keys = keys(name);
+  std::vector<std::size_t> holders;
+  for (const auto& [member, run_id] : m_granted) {
+    holders.push_back(member);
+  }
+  if (holders.empty()) {
+    // `rlock extend` in a new process: every server that holds it counts.
+    holders = all_members();
+  }
+  auto answers = round(
+      holders, renew_call(lock_keys, token, ttl, mode), step_time(), true);
+  std::vector<std::int64_t> before_ms;
+  int lost = 0;
+  for (auto& answer : answers) {
+    const auto granted = m_granted.find(answer.member);
+    if (answer.counts() && granted != m_granted.end()
+        && m_members[answer.member].run_id != granted->second) {
+      answer.failure = redis::Failure(
+          redis::FailureKind::closed,
+          answer.address + " restarted since it granted the lock");
+    }
+    if (!answer.counts()) {
+      lost += answer.reply ? 1 : 0;
+      continue;
+    }
+    const auto renewal =
+        decode_renew(*answer.reply, "cannot renew lock " + quote(name));
+    if (renewal.held) {
+      before_ms.push_back(renewal.remaining_before_ms);
+    } else {
+      ++lost;
+    }
+  }
+  const int quorum = m_deployment.quorum;
+  const int confirmed = static_cast<int>(before_ms.size());
+  Renewal renewal;
+  renewal.confirmed = confirmed;
+  renewal.clock_allowance = clock_allowance(ttl);
+  if (confirmed >= quorum) {
+    renewal.held = true;
+    renewal.remaining_before_ms = quorum_remaining_ms(before_ms, quorum);
+    return renewal;
+  }
+  if (static_cast<int>(holders.size()) - lost < quorum) {
+    // Too few servers still hold it for any retry to reach a quorum.
+    return renewal;
+  }
+  throw redis::Failure(
+      redis::FailureKind::timed_out,
+      "renewed " + quote(name) + " on only " + std::to_string(confirmed)
+          + " of " + std::to_string(m_members.size()) + " servers, quorum "
+          + std::to_string(quorum) + " (" + failures_text(answers) + ")");
+}
+
+bool
+QuorumStore::release(std::string_view name, const std::string& token) {
+  const auto answers = round(all_members(),
+                             release_call(keys(name), token),
+                             std::max(step_time(), k_longest_per_server));
+  m_granted.clear();
+  int released = 0;
+  for (const auto& answer : answers) {
+    if (!answer.counts()) {
+      log::warning("could not release " + quote(name) + " on " + answer.address
+                   + ": " + answer.failure->what()
+                   + " (its lease there ends by itself)");
+      continue;
+    }
+    released +=
+        decode_yes_no(*answer.reply, "cannot release lock " + quote(name)) ? 1
+                                                                           : 0;
+  }
+  if (answered(answers) == 0) {
+    require_quorum(answers, "cannot release lock " + quote(name));
+  }
+  return released > 0;
+}
+
+void
+QuorumStore::release_quietly(std::string_view name,
+                             const std::string& token) noexcept {
+  try {
+    undo(all_members(), keys(name), token);
+  } catch (...) {
+    // The leases end by themselves.
+  }
+}
+
+std::optional<Duration>
+QuorumStore::check(std::string_view name, const std::string& token) {
+  const auto answers =
+      round(all_members(), check_call(keys(name), token), step_time());
+  std::vector<std::int64_t> left_ms;
+  int lost = 0;
+  for (const auto& answer : answers) {
+    if (!answer.counts()) {
+      continue;
+    }
+    const auto left =
+        decode_check(*answer.reply, "cannot check lock " + quote(name));
+    if (!left) {
+      ++lost;
+    } else {
+      left_ms.push_back(*left == Duration::max() ? -1 : to_ms(*left));
+    }
+  }
+  const int quorum = m_deployment.quorum;
+  if (static_cast<int>(left_ms.size()) >= quorum) {
+    const auto ms = quorum_remaining_ms(left_ms, quorum);
+    return ms < 0 ? Duration::max() : Duration(milliseconds(ms));
+  }
+  if (static_cast<int>(m_members.size()) - lost < quorum) {
+    return std::nullopt;
+  }
+  require_quorum(answers, "cannot check lock " + quote(name));
+  throw redis::Failure(redis::FailureKind::timed_out,
+                       "cannot check lock " + quote(name) + ": "
+                           + failures_text(answers));
+}
+
+std::optional<BrokenLock>
+QuorumStore::force_release(std::string_view name) {
+  const auto answers =
+      round(all_members(), force_release_call(keys(name)), step_time());
+  require_quorum(answers, "cannot break lock " + quote(name));
+  std::optional<BrokenLock> broken;
+  for (const auto& answer : answers) {
+    if (!answer.counts()) {
+      log::warning("could not break " + quote(name) + " on " + answer.address
+                   + ": " + answer.failure->what());
+      continue;
+    }
+    if (auto found = decode_force_release(*answer.reply,
+                                          "cannot break lock " + quote(name));
+        found && !broken) {
+      broken = std::move(found);
+    }
+  }
+  return broken;
+}
+
+void
+QuorumStore::leave_queue(std::string_view name, const std::string& token) {
+  round(all_members(), leave_queue_call(keys(name), token), step_time());
+}
+
+Slot
+QuorumStore::current_slot(std::string_view name, Duration length) {
+  const auto what = "cannot read the current slot of " + quote(name);
+  const auto answers =
+      round(all_members(), slot_call(keys(name), length), step_time());
+  require_quorum(answers, what);
+  // The latest slot any server is in; done when a server recorded a
+  // success in it (mark_slot_done() writes to enough servers for every
+  // quorum to include one).
+  std::optional<Slot> latest;
+  for (const auto& answer : answers) {
+    if (!answer.counts()) {
+      continue;
+    }
+    const auto slot = decode_slot(*answer.reply, what);
+    if (!latest || slot.number > latest->number) {
+      latest = slot;
+    } else if (slot.number == latest->number) {
+      latest->done = latest->done || slot.done;
+      latest->left = std::min(latest->left, slot.left);
+    }
+  }
+  if (!latest) {
+    throw redis::Failure(redis::FailureKind::timed_out,
+                         what + ": " + failures_text(answers));
+  }
+  return *latest;
+}
+
+void
+QuorumStore::mark_slot_done(std::string_view name,
+                            std::int64_t number,
+                            Duration keep) {
+  const auto answers = round(all_members(),
+                             mark_slot_call(keys(name), number, keep),
+                             std::max(step_time(), k_longest_per_server));
+  const auto marked = std::count_if(
+      answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
+  if (marked < static_cast<long>(m_members.size()) - m_deployment.quorum + 1) {
+    throw redis::Failure(redis::FailureKind::timed_out,
+                         "cannot record the current slot of " + quote(name)
+                             + " on enough servers: " + failures_text(answers));
+  }
+}
+
+StatusSnapshot
+QuorumStore::read_locks(const std::vector<std::string>& names) {
+  return gather([&](RedisStore& store) { return store.read_locks(names); });
+}
+
+StatusSnapshot
+QuorumStore::list_locks(std::string_view match) {
+  return gather([&](RedisStore& store) { return store.list_locks(match); });
+}
+
+template <typename Read>
+StatusSnapshot
+QuorumStore::gather(Read&& read) {
+  std::vector<StatusSnapshot> snapshots;
+  std::vector<std::string> errors;
+  for (auto& member : m_members) {
+    member.store->set_deadline(
+        m_deadline ? m_deadline : std::optional(boot_now() + k_status_bound));
+    try {
+      snapshots.push_back(read(*member.store));
+      errors.emplace_back();
+    } catch (const redis::Failure& failure) {
+      snapshots.emplace_back();
+      errors.emplace_back(failure.what());
+    }
+    member.store->set_deadline(m_deadline);
+  }
+  return merge_snapshots(std::move(snapshots), errors);
+}
+
+StatusSnapshot
+QuorumStore::merge_snapshots(std::vector<StatusSnapshot> snapshots,
+                             const std::vector<std::string>& errors) const {
+  StatusSnapshot merged;
+  merged.servers = static_cast<int>(m_members.size());
+  merged.quorum = m_deployment.quorum;
+  std::map<std::string, LockState> by_name;
+  // Per name, per token: on how many servers, and one server's view.
+  std::map<std::string, std::map<std::string, std::pair<int, LockState>>>
+      tokens;
+  for (std::size_t i = 0; i < snapshots.size(); ++i) {
+    const auto address = store_address(i);
+    if (!errors[i].empty()) {
+      merged.unreachable.push_back(SilentNode{address, errors[i]});
+      continue;
+    }
+    merged.server_now_ms =
+        std::max(merged.server_now_ms, snapshots[i].server_now_ms);
+    for (auto& lock : snapshots[i].locks) {
+      auto& state = by_name[lock.name];
+      state.name = lock.name;
+      state.key = lock.key;
+      state.servers.push_back(ServerLockState{
+          address, lock.held, lock.token, lock.ttl_ms, lock.fence, {}});
+      if (lock.held) {
+        auto& [count, sample] = tokens[lock.name][lock.token];
+        if (count++ == 0) {
+          sample = lock;
+        }
+      }
+    }
+  }
+  for (auto& [name, state] : by_name) {
+    const std::pair<int, LockState>* most = nullptr;
+    for (const auto& [token, entry] : tokens[name]) {
+      if (most == nullptr || entry.first > most->first) {
+        most = &entry;
+      }
+    }
+    if (most != nullptr) {
+      auto servers = std::move(state.servers);
+      state = most->second;
+      state.servers = std::move(servers);
+      state.quorum = most->first >= m_deployment.quorum;
+    }
+    merged.locks.push_back(std::move(state));
+  }
+  return merged;
+}
+
+std::vector<ServerFacts>
+QuorumStore::examine() {
+  std::vector<ServerFacts> facts;
+  for (std::size_t i = 0; i < m_members.size(); ++i) {
+    auto& store = *m_members[i].store;
+    store.set_deadline(boot_now() + k_status_bound);
+    try {
+      auto found = store.examine();
+      facts.insert(facts.end(), found.begin(), found.end());
+    } catch (const redis::Failure& failure) {
+      ServerFacts silent;
+      silent.address = store_address(i);
+      silent.info_error = failure.what();
+      facts.push_back(std::move(silent));
+    }
+    store.set_deadline(m_deadline);
+  }
+  return facts;
+}
+
+std::optional<DeploymentState>
+QuorumStore::deployment_state() {
+  DeploymentState state;
+  state.quorum = m_deployment.quorum;
+  for (std::size_t i = 0; i < m_members.size(); ++i) {
+    auto& store = *m_members[i].store;
+    store.set_deadline(boot_now() + k_status_bound);
+    QuorumServer server{store_address(i), {}};
+    try {
+      store.connect();
+    } catch (const redis::Failure& failure) {
+      server.error = failure.what();
+    }
+    store.set_deadline(m_deadline);
+    state.quorum_servers.push_back(std::move(server));
+  }
+  return state;
+}
+
+std::unique_ptr<Wakeups>
+QuorumStore::watch(std::string_view name, const std::string& token) {
+  std::vector<std::unique_ptr<Wakeups>> sources;
+  std::vector<Answer> answers;
+  for (std::size_t i = 0; i < m_members.size(); ++i) {
+    answers.push_back(Answer{i, {}, {}, {}, store_address(i)});
+    try {
+      m_members[i].store->set_deadline(boot_now() + step_time());
+      sources.push_back(m_members[i].store->watch(name, token));
+      answers.back().reply = redis::Reply{};
+    } catch (const redis::Failure& failure) {
+      answers.back().failure = failure;
+    }
+    m_members[i].store->set_deadline(m_deadline);
+  }
+  require_quorum(answers, "cannot watch lock " + quote(name));
+  return std::make_unique<QuorumWakeups>(std::move(sources));
+}
+
+void
+QuorumStore::connect() {
+  std::vector<Answer> answers;
+  for (std::size_t i = 0; i < m_members.size(); ++i) {
+    answers.push_back(Answer{i, {}, {}, {}, store_address(i)});
+    try {
+      m_members[i].store->connect();
+      answers.back().reply = redis::Reply{};
+    } catch (const redis::Failure& failure) {
+      answers.back().failure = failure;
+    }
+  }
+  require_quorum(answers, "cannot connect");
+}
+
+void
+QuorumStore::disconnect() {
+  for (auto& member : m_members) {
+    member.store->disconnect();
+  }
+}
+
+void
+QuorumStore::set_deadline(std::optional<BootTime> deadline) {
+  m_deadline = deadline;
+  for (auto& member : m_members) {
+    member.store->set_deadline(deadline);
+  }
+}
+
+// No one connection's closing matters to a quorum: the renewer learns of a
+// lost server at its next renewal.
+int
+QuorumStore::idle_fd() const {
+  return -1;
+}
+
+bool
+QuorumStore::idle_connection_broken() {
+  return false;
+}
+
+} // namespace rlock::lock

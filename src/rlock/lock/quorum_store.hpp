@@ -1,0 +1,148 @@
+#pragma once
+
+#include <rlock/lock/deployment.hpp>
+#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/redis_store.hpp>
+#include <rlock/redis/failure.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rlock::lock {
+
+// The store over several independent masters (Redlock): a lock is held when
+// a quorum of them granted it to one token.
+//
+// Each step sends its script to every server at once, from this thread, and
+// reads the replies as they come; a server that does not answer within the
+// step's per-server time counts as one that did not agree. The acquire is
+// won with a quorum of grants, else undone on every server that may have
+// granted it; its lease counts from before the first send, minus an
+// allowance for clocks that run faster than ours (1% of the TTL plus 2 ms).
+// Renewals go only to the servers that granted it, never re-create a key,
+// and count only with a quorum, a server whose run_id changed since the
+// acquire (it restarted) not among them. The fence handed out is the
+// highest of the granting servers', written back to the servers before the
+// acquire counts, so that the next holder's quorum, which shares a server
+// with this one, gets a higher one.
+class QuorumStore final : public LockStore {
+public:
+  explicit QuorumStore(const Deployment& deployment);
+
+  std::unique_ptr<LockStore> another() const override;
+  std::string key_of(std::string_view name) const override;
+  AcquireAttempt acquire(const LockRequest& request,
+                         Duration queue_ttl) override;
+  AcquireAttempt peek(std::string_view name) override;
+  std::int64_t lease_remaining_ms(std::string_view name) override;
+  Renewal renew(std::string_view name,
+                const std::string& token,
+                Duration ttl,
+                RenewMode mode) override;
+  bool release(std::string_view name, const std::string& token) override;
+  void release_quietly(std::string_view name,
+                       const std::string& token) noexcept override;
+  std::optional<Duration> check(std::string_view name,
+                                const std::string& token) override;
+  std::optional<BrokenLock> force_release(std::string_view name) override;
+  void leave_queue(std::string_view name, const std::string& token) override;
+  Slot current_slot(std::string_view name, Duration length) override;
+  void mark_slot_done(std::string_view name,
+                      std::int64_t number,
+                      Duration keep) override;
+  StatusSnapshot read_locks(const std::vector<std::string>& names) override;
+  StatusSnapshot list_locks(std::string_view match) override;
+  std::vector<ServerFacts> examine() override;
+  std::optional<DeploymentState> deployment_state() override;
+  std::unique_ptr<Wakeups> watch(std::string_view name,
+                                 const std::string& token) override;
+  void connect() override;
+  void disconnect() override;
+  void set_deadline(std::optional<BootTime> deadline) override;
+  int idle_fd() const override;
+  bool idle_connection_broken() override;
+
+  // What one server answered in a round: the script's reply when it ran,
+  // and why it does not count when it does not (no reply, an error reply,
+  // replicas that did not confirm it, a restart since the acquire).
+  struct Answer {
+    std::size_t member = 0;
+    std::optional<redis::Reply> reply;
+    std::optional<redis::Failure> failure;
+    // When the server started at the latest, once known.
+    std::optional<BootTime> started;
+    std::string address;
+
+    bool
+    counts() const {
+      return reply.has_value() && !failure.has_value();
+    }
+  };
+
+private:
+  struct Member {
+    std::unique_ptr<RedisStore> store;
+    // The run_id the server reported on the current connection ("" until
+    // asked).
+    std::string run_id;
+  };
+
+  // Sends `call` to each of `members` at once and reads the replies until
+  // `per_server` has passed since the send (plus, when `confirm` and a
+  // server's replicas must confirm writes, the WAIT for them). A new
+  // connection also asks the server's run_id and uptime; a server that lost
+  // the script is sent it once more. A server that failed is disconnected.
+  std::vector<Answer> round(const std::vector<std::size_t>& members,
+                            const ScriptCall& call,
+                            Duration per_server,
+                            bool confirm = false,
+                            bool by_source = false);
+  std::vector<std::size_t> all_members() const;
+  // The run's (or the step's) own bound on a round: what is left until the
+  // deadline, at most the reply timeout.
+  Duration step_time() const;
+  // Undoes an acquire on `members` (those that granted it or may have),
+  // within a second; failures are left to the leases.
+  void undo(const std::vector<std::size_t>& members,
+            const LockKeys& keys,
+            const std::string& token);
+  // Writes `fence` back to every server that answers; true when enough did
+  // for the next quorum to meet one of them.
+  bool raise_fence(const LockKeys& keys,
+                   const std::string& token,
+                   std::int64_t fence);
+  // Throws Failure naming the servers that did not answer, when fewer than
+  // a quorum did.
+  void require_quorum(const std::vector<Answer>& answers,
+                      const std::string& what) const;
+  std::string unreachable_text(const std::vector<Answer>& answers) const;
+  // The answer to an acquire that was not won, from what the servers that
+  // did not grant it said (`busy`).
+  AcquireAttempt not_won(const std::vector<AcquireAttempt>& busy,
+                         int free,
+                         int granted,
+                         Duration ttl) const;
+  Duration per_server_time(Duration ttl) const;
+  Duration clock_allowance(Duration ttl) const;
+  void note_server(Member& member, const redis::Reply& info);
+  LockKeys keys(std::string_view name) const;
+  std::string store_address(std::size_t member) const;
+  // Runs `read` on every server's store, each bounded, and merges what they
+  // say lock by lock.
+  template <typename Read>
+  StatusSnapshot gather(Read&& read);
+  StatusSnapshot merge_snapshots(std::vector<StatusSnapshot> snapshots,
+                                 const std::vector<std::string>& errors) const;
+
+  Deployment m_deployment;
+  std::vector<Member> m_members;
+  std::optional<BootTime> m_deadline;
+  // Since the last won acquire: the servers that granted it and the run_id
+  // each had then.
+  std::map<std::size_t, std::string> m_granted;
+};
+
+} // namespace rlock::lock
