@@ -25,6 +25,13 @@ using std::chrono::milliseconds;
 constexpr Duration k_longest_per_server = milliseconds(50);
 constexpr Duration k_undo_bound = std::chrono::seconds(1);
 constexpr Duration k_status_bound = std::chrono::seconds(2);
+// A step other than the acquire waits this long at most for the servers
+// that are slow to answer: one frozen server must not hold up each step
+// for the whole reply timeout.
+constexpr Duration k_round_bound = std::chrono::seconds(1);
+// A subscription that is not confirmed within this is left out: the
+// waiter's timers cover what it would have heard.
+constexpr Duration k_subscribe_bound = milliseconds(500);
 
 std::int64_t
 to_ms(Duration duration) {
@@ -105,6 +112,18 @@ failures_text(const std::vector<QuorumStore::Answer>& answers) {
     }
   }
   return text;
+}
+
+// The servers of `answers` that replied.
+std::vector<std::size_t>
+reachable(const std::vector<QuorumStore::Answer>& answers) {
+  std::vector<std::size_t> members;
+  for (const auto& answer : answers) {
+    if (answer.reply) {
+      members.push_back(answer.member);
+    }
+  }
+  return members;
 }
 
 // How many of `answers` have a reply.
@@ -197,6 +216,11 @@ Duration
 QuorumStore::step_time() const {
   const Duration io = m_deployment.connect.io_timeout;
   return m_deadline ? std::clamp(*m_deadline - boot_now(), Duration(), io) : io;
+}
+
+Duration
+QuorumStore::round_time() const {
+  return std::max(std::min(step_time(), k_round_bound), k_longest_per_server);
 }
 
 Duration
@@ -361,32 +385,31 @@ QuorumStore::require_quorum(const std::vector<Answer>& answers,
       timed_out = false;
     }
   }
-  throw redis::Failure(timed_out ? redis::FailureKind::timed_out
-                                 : redis::FailureKind::refused,
-                       what + ": " + unreachable_text(answers));
+  throw redis::Failure(
+      timed_out ? redis::FailureKind::timed_out : redis::FailureKind::refused,
+      (what.empty() ? "" : what + ": ") + unreachable_text(answers));
 }
 
 void
 QuorumStore::undo(const std::vector<std::size_t>& members,
                   const LockKeys& keys,
-                  const std::string& token) {
+                  const std::string& token,
+                  Duration bound) {
   if (members.empty()) {
     return;
   }
   try {
-    round(members, release_call(keys, token), k_undo_bound);
+    round(members, release_call(keys, token), bound);
   } catch (...) {
     // The leases end by themselves.
   }
 }
 
 bool
-QuorumStore::raise_fence(const LockKeys& keys,
-                         const std::string& token,
-                         std::int64_t fence) {
-  const auto answers = round(all_members(),
-                             raise_fence_call(keys, token, fence),
-                             std::max(step_time(), k_longest_per_server));
+QuorumStore::raise_fence(const std::vector<std::size_t>& members,
+                         const ScriptCall& call,
+                         Duration per_server) {
+  const auto answers = round(members, call, per_server);
   const auto raised = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   // Every later quorum shares a server with these.
@@ -445,14 +468,17 @@ QuorumStore::acquire(const LockRequest& request, Duration queue_ttl) {
   }
   const Duration allowance = clock_allowance(request.ttl);
   const bool in_time = boot_now() < sent + request.ttl - allowance;
+  const Duration per_server = per_server_time(request.ttl);
   if (static_cast<int>(granted.size()) >= quorum && in_time) {
     const auto fence = *std::max_element(fences.begin(), fences.end());
-    if (raise_fence(lock_keys, request.token, fence)) {
+    if (raise_fence(reachable(answers),
+                    raise_fence_call(lock_keys, request.token, fence),
+                    per_server)) {
       m_granted.clear();
       for (const auto member : granted) {
         m_granted[member] = m_members[member].run_id;
       }
-      undo(maybe, lock_keys, request.token);
+      undo(maybe, lock_keys, request.token, per_server);
       AcquireAttempt won;
       won.acquired = true;
       won.fence = fence;
@@ -466,7 +492,7 @@ QuorumStore::acquire(const LockRequest& request, Duration queue_ttl) {
   const int free = static_cast<int>(answered(answers) - busy.size());
   const int agreed = static_cast<int>(granted.size());
   granted.insert(granted.end(), maybe.begin(), maybe.end());
-  undo(granted, lock_keys, request.token);
+  undo(granted, lock_keys, request.token, per_server);
   require_quorum(answers, "cannot acquire lock " + quote(request.name));
   return not_won(busy, free, agreed, request.ttl);
 }
@@ -517,7 +543,7 @@ AcquireAttempt
 QuorumStore::peek(std::string_view name) {
   const auto lock_keys = keys(name);
   const BootTime sent = boot_now();
-  const auto answers = round(all_members(), peek_call(lock_keys), step_time());
+  const auto answers = round(all_members(), peek_call(lock_keys), round_time());
   require_quorum(answers, "cannot read lock " + quote(name));
   std::vector<AcquireAttempt> busy;
   int free = 0;
@@ -548,7 +574,7 @@ std::int64_t
 QuorumStore::lease_remaining_ms(std::string_view name) {
   const auto lock_keys = keys(name);
   // PTTL through a script round: one per server, read all at once.
-  const auto answers = round(all_members(), peek_call(lock_keys), step_time());
+  const auto answers = round(all_members(), peek_call(lock_keys), round_time());
   require_quorum(answers, "cannot read lock " + quote(name));
   std::vector<std::int64_t> held_ms;
   int free = 0;
@@ -585,7 +611,7 @@ QuorumStore::renew(std::string_view name,
     holders = all_members();
   }
   auto answers = round(
-      holders, renew_call(lock_keys, token, ttl, mode), step_time(), true);
+      holders, renew_call(lock_keys, token, ttl, mode), round_time(), true);
   std::vector<std::int64_t> before_ms;
   int lost = 0;
   for (auto& answer : answers) {
@@ -633,7 +659,7 @@ bool
 QuorumStore::release(std::string_view name, const std::string& token) {
   const auto answers = round(all_members(),
                              release_call(keys(name), token),
-                             std::max(step_time(), k_longest_per_server));
+                             round_time());
   m_granted.clear();
   int released = 0;
   for (const auto& answer : answers) {
@@ -657,7 +683,7 @@ void
 QuorumStore::release_quietly(std::string_view name,
                              const std::string& token) noexcept {
   try {
-    undo(all_members(), keys(name), token);
+    undo(all_members(), keys(name), token, k_undo_bound);
   } catch (...) {
     // The leases end by themselves.
   }
@@ -666,7 +692,7 @@ QuorumStore::release_quietly(std::string_view name,
 std::optional<Duration>
 QuorumStore::check(std::string_view name, const std::string& token) {
   const auto answers =
-      round(all_members(), check_call(keys(name), token), step_time());
+      round(all_members(), check_call(keys(name), token), round_time());
   std::vector<std::int64_t> left_ms;
   int lost = 0;
   for (const auto& answer : answers) {
@@ -698,7 +724,7 @@ QuorumStore::check(std::string_view name, const std::string& token) {
 std::optional<BrokenLock>
 QuorumStore::force_release(std::string_view name) {
   const auto answers =
-      round(all_members(), force_release_call(keys(name)), step_time());
+      round(all_members(), force_release_call(keys(name)), round_time());
   require_quorum(answers, "cannot break lock " + quote(name));
   std::optional<BrokenLock> broken;
   for (const auto& answer : answers) {
@@ -718,14 +744,14 @@ QuorumStore::force_release(std::string_view name) {
 
 void
 QuorumStore::leave_queue(std::string_view name, const std::string& token) {
-  round(all_members(), leave_queue_call(keys(name), token), step_time());
+  round(all_members(), leave_queue_call(keys(name), token), round_time());
 }
 
 Slot
 QuorumStore::current_slot(std::string_view name, Duration length) {
   const auto what = "cannot read the current slot of " + quote(name);
   const auto answers =
-      round(all_members(), slot_call(keys(name), length), step_time());
+      round(all_members(), slot_call(keys(name), length), round_time());
   require_quorum(answers, what);
   // The latest slot any server is in; done when a server recorded a
   // success in it (mark_slot_done() writes to enough servers for every
@@ -756,7 +782,7 @@ QuorumStore::mark_slot_done(std::string_view name,
                             Duration keep) {
   const auto answers = round(all_members(),
                              mark_slot_call(keys(name), number, keep),
-                             std::max(step_time(), k_longest_per_server));
+                             round_time());
   const auto marked = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   if (marked < static_cast<long>(m_members.size()) - m_deployment.quorum + 1) {
@@ -892,7 +918,8 @@ QuorumStore::watch(std::string_view name, const std::string& token) {
   for (std::size_t i = 0; i < m_members.size(); ++i) {
     answers.push_back(Answer{i, {}, {}, {}, store_address(i)});
     try {
-      m_members[i].store->set_deadline(boot_now() + step_time());
+      m_members[i].store->set_deadline(
+          boot_now() + std::min(step_time(), k_subscribe_bound));
       sources.push_back(m_members[i].store->watch(name, token));
       answers.back().reply = redis::Reply{};
     } catch (const redis::Failure& failure) {
@@ -916,7 +943,7 @@ QuorumStore::connect() {
       answers.back().failure = failure;
     }
   }
-  require_quorum(answers, "cannot connect");
+  require_quorum(answers, "");
 }
 
 void

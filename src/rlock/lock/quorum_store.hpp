@@ -104,16 +104,19 @@ private:
   // The run's (or the step's) own bound on a round: what is left until the
   // deadline, at most the reply timeout.
   Duration step_time() const;
+  // A round's bound, other than an acquire's: step_time(), at most a second.
+  Duration round_time() const;
   // Undoes an acquire on `members` (those that granted it or may have),
   // within a second; failures are left to the leases.
   void undo(const std::vector<std::size_t>& members,
             const LockKeys& keys,
-            const std::string& token);
-  // Writes `fence` back to every server that answers; true when enough did
-  // for the next quorum to meet one of them.
-  bool raise_fence(const LockKeys& keys,
-                   const std::string& token,
-                   std::int64_t fence);
+            const std::string& token,
+            Duration bound);
+  // Writes a fence back to `members` (raise_fence_call); true when enough
+  // took it for every later quorum to include one of them.
+  bool raise_fence(const std::vector<std::size_t>& members,
+                   const ScriptCall& call,
+                   Duration per_server);
   // Throws Failure naming the servers that did not answer, when fewer than
   // a quorum did.
   void require_quorum(const std::vector<Answer>& answers,
