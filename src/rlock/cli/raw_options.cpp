@@ -499,7 +499,7 @@ add_members(ServerOptions& server,
                   + "quorum's servers (it is one deployment), got "
                   + quote(redis::redact_url(list.urls[i])));
     }
-    if (!seen.insert(url.address() + "/" + std::to_string(url.db)).second) {
+    if (!seen.insert(url.address()).second) {
       throw_usage(list.option + ": " + quote(redis::redact_url(list.urls[i]))
                   + " is named twice (a quorum needs independent servers)");
     }
