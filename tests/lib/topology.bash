@@ -60,6 +60,15 @@
 #       failed and slotless, cluster_state:ok); prints the new master's port.
 #       Fails without killing anything when PORT is no master with replicas.
 #
+# Redlock (independent masters)
+#   redlock_start DIR [N=5]
+#       N redis-server masters, no replicas, unaware of each other. Exports
+#       REDLOCK_PORTS (space-separated, in start order) and RLOCK_URL:
+#       redis://127.0.0.1:P/0 for each, separated by spaces (rediss:// with
+#       TOPOLOGY_TLS_CERTS).
+#   redlock_export DIR
+#       Exports those variables again, from DIR.
+#
 # TLS
 #   With TOPOLOGY_TLS_CERTS=DIR (certificates made by redis_make_certs; set
 #   for every topology of the shell), each process listens on TLS only (port
@@ -75,6 +84,11 @@
 #       / running again.
 #   topology_kill PORT
 #       SIGKILL the process on PORT and wait until it is gone.
+#   topology_restart PORT
+#       Start the process that ran on PORT (killed or stopped) again, with
+#       its config, and wait until it answers with its new PID. A data node
+#       comes back empty (save "", appendonly no) with a new run_id; its old
+#       log is kept as KIND.log.N. Fails when it still runs or PORT is taken.
 #   topology_stop DIR
 #       Stop every redis-server and redis-sentinel that has a pidfile under
 #       DIR (TERM and CONT, then KILL after $TOPOLOGY_STOP_TIMEOUT s), also
@@ -891,4 +905,88 @@ topology_stop() {
     fi
   fi
   rm -f "${pidfiles[@]}"
+}
+
+redlock_start() {
+  local dir=${1:?usage: redlock_start DIR [N]} n=${2:-5} i
+  topology_require redis-server redis-cli || return
+  if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1)); then
+    topology_error "redlock_start: N must be a positive number, got '$n'"
+    return 1
+  fi
+  topology_prepare "$dir" || return 1
+  dir=$TOPOLOGY_DIR
+  echo "$n" >"$dir/redlock"
+  for ((i = 0; i < n; i++)); do
+    topology_launch node "$dir" topology_node_config || return 1
+  done
+  redlock_export "$dir"
+}
+
+redlock_export() {
+  local dir=${1:?usage: redlock_export DIR} port scheme=redis url=
+  local -a ports
+  if [[ ! -s $dir/redlock ]]; then
+    topology_error "no redlock topology in '$dir'"
+    return 1
+  fi
+  topology_register "$dir" || return 1
+  dir=$TOPOLOGY_DIR
+  [[ -z ${TOPOLOGY_TLS_CERTS:-} ]] || scheme=rediss
+  mapfile -t ports < <(topology_ports "$dir" node)
+  for port in "${ports[@]}"; do
+    url+=${url:+ }$scheme://127.0.0.1:$port/0
+  done
+  export REDLOCK_PORTS="${ports[*]}" RLOCK_URL=$url
+}
+
+# topology_sub PORT: set TOPOLOGY_SUB and TOPOLOGY_KIND to the directory
+# and kind of the process that was started on PORT, running or not.
+topology_sub() {
+  local port=$1 dir sub
+  local -a dirs
+  IFS=: read -r -a dirs <<<"${TOPOLOGY_DIRS:-}"
+  for dir in "${dirs[@]}"; do
+    for sub in "$dir"/*-"$port"; do
+      [[ -d $sub ]] || continue
+      TOPOLOGY_KIND=$(basename "$sub")
+      TOPOLOGY_KIND=${TOPOLOGY_KIND%-*}
+      [[ -s $sub/$TOPOLOGY_KIND.conf ]] || continue
+      TOPOLOGY_SUB=$sub
+      return 0
+    done
+  done
+  topology_error "no process of ours was started on port $port (TOPOLOGY_DIRS=${TOPOLOGY_DIRS:-})"
+  return 1
+}
+
+topology_restart() {
+  local port=${1:?usage: topology_restart PORT} sub kind binary=redis-server pid n=1 rc=0
+  topology_sub "$port" || return 1
+  sub=$TOPOLOGY_SUB kind=$TOPOLOGY_KIND
+  [[ $kind != sentinel ]] || binary=redis-sentinel
+  if pid=$(topology_pidfile_pid "$sub/$kind.pid"); then
+    topology_error "the $kind on port $port still runs (pid $pid)"
+    return 1
+  fi
+  if redis_port_in_use "$port"; then
+    topology_error "port $port is taken by another process"
+    return 1
+  fi
+  # topology_await reads the log for bind errors: only the new run's.
+  while [[ -e $sub/$kind.log.$n ]]; do
+    n=$((n + 1))
+  done
+  [[ ! -e $sub/$kind.log ]] || mv "$sub/$kind.log" "$sub/$kind.log.$n" || return 1
+  rm -f "$sub/$kind.pid"
+  # fd 3 closed: a daemon holding it would make bats wait for it.
+  if ! "$binary" "$sub/$kind.conf" >"$sub/start.out" 2>&1 3>&-; then
+    topology_error "$binary $sub/$kind.conf failed: $(cat "$sub/start.out")"
+    return 1
+  fi
+  topology_await "$sub" "$kind" "$port" || rc=$?
+  ((rc == 0)) && return 0
+  topology_error "$binary on port $port did not come back (topology_await: $rc); log follows"
+  cat "$sub/$kind.log" >&2 2>/dev/null
+  return 1
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bats
 #
-# Self-test of tests/lib/topology.bash on real Sentinel and Cluster
+# Self-test of tests/lib/topology.bash on real Sentinel, Cluster and Redlock
 # topologies: each test checks what the harness claims against the servers
 # themselves (INFO, ROLE, CLUSTER NODES, /proc), not against the harness.
 # One sentinel topology and one cluster are shared by the file and used in
-# order: the second failover needs the first, and the last test stops both.
+# order: the second failover needs the first, and the freeze/stop test stops
+# both. The redlock test starts and stops masters of its own.
 
 bats_require_minimum_version 1.5.0
 
@@ -377,4 +378,60 @@ topology_processes() {
   grep -q 'is now ready to exit' "$CLUSTER_DIR/cluster-$node/cluster.log"
   # shellcheck disable=SC2086 # two directories
   [[ -z $(topology_processes $dirs) ]]
+}
+
+@test "redlock: N independent masters in RLOCK_URL; topology_restart brings a killed one back empty on its port" {
+  local dir=$BATS_FILE_TMPDIR/redlock port old_pid old_id new_pid start
+  local -a ports ids=()
+  start=$EPOCHREALTIME
+  redlock_start "$dir" 3
+  note "redlock bring-up, 3 masters: $(elapsed "$start") s"
+  read -ra ports <<<"$REDLOCK_PORTS"
+  ((${#ports[@]} == 3))
+  valid_ports "${ports[@]}"
+  [[ $RLOCK_URL == "redis://127.0.0.1:${ports[0]}/0 redis://127.0.0.1:${ports[1]}/0 redis://127.0.0.1:${ports[2]}/0" ]]
+  for port in "${ports[@]}"; do
+    [[ $(topology_role "$port") == master ]]
+    [[ $(field "$port" replication connected_slaves) == 0 ]]
+    [[ $(field "$port" server process_id) == "$(topology_pid "$port")" ]]
+    [[ $(topology_cli "$port" config get save | tail -n 1) == "" ]]
+    [[ $(topology_cli "$port" config get appendonly | tail -n 1) == no ]]
+    ids+=("$(field "$port" server run_id)")
+  done
+  # Independent: three servers, not one seen three times.
+  [[ $(printf '%s\n' "${ids[@]}" | sort -u | wc -l) == 3 ]]
+
+  port=${ports[1]}
+  [[ $(topology_cli "$port" set harness:lost v) == OK ]]
+  old_pid=$(topology_pid "$port")
+  old_id=${ids[1]}
+  run -1 topology_restart "$port"
+  [[ $output == *"still runs"* ]]
+  topology_kill "$port"
+  run ! redis_pid_alive "$old_pid"
+  run ! redis_port_in_use "$port"
+  start=$EPOCHREALTIME
+  topology_restart "$port"
+  note "topology_restart: $(elapsed "$start") s"
+  new_pid=$(topology_pid "$port")
+  [[ $new_pid != "$old_pid" ]]
+  [[ $(field "$port" server process_id) == "$new_pid" ]]
+  [[ $(field "$port" server run_id) != "$old_id" ]]
+  [[ $(topology_cli "$port" exists harness:lost) == 0 ]]
+  [[ $(topology_role "$port") == master ]]
+  # The others were left alone.
+  [[ $(field "${ports[0]}" server run_id) == "${ids[0]}" ]]
+  [[ $(field "${ports[2]}" server run_id) == "${ids[2]}" ]]
+
+  unset REDLOCK_PORTS RLOCK_URL
+  redlock_export "$dir"
+  [[ $REDLOCK_PORTS == "${ports[*]}" ]]
+  [[ $RLOCK_URL == "redis://127.0.0.1:${ports[0]}/0 "* ]]
+  run -1 redlock_export "$SENTINEL_DIR"
+
+  topology_stop "$dir"
+  for port in "${ports[@]}"; do
+    run ! redis_port_in_use "$port"
+  done
+  [[ -z $(topology_processes "$(cd "$dir" && pwd -P)") ]]
 }
