@@ -273,7 +273,8 @@ refused() {
   unset RLOCK_URL
   refused '--url.*[23]' --url "$(url_of "$p0")" --url "$(url_of "${PORTS[1]}")"
   RLOCK_URL="$(url_of "$p0") $(url_of "${PORTS[1]}")" refused '(--url|RLOCK_URL).*[23]'
-  refused '--url|[Cc]luster' "${five[@]:0:4}" --url "redis+cluster://127.0.0.1:${PORTS[4]}"
+  # (five holds --url U pairs: its first 8 words are 4 URLs.)
+  refused '--url|[Cc]luster' "${five[@]:0:8}" --url "redis+cluster://127.0.0.1:${PORTS[4]}"
   refused '--quorum.*2' "${five[@]}" --quorum 2
   refused '--quorum.*6' "${five[@]}" --quorum 6
   refused '--quorum' --url "$(url_of "$p0")" --quorum 1
@@ -281,7 +282,7 @@ refused() {
   RLOCK_URL=$all refused '--fair' --fair
   # The same server twice, spelt the same or not.
   refused "--url|127\.0\.0\.1:$p0" "${five[@]}" --url "$(url_of "$p0")"
-  refused "--url|127\.0\.0\.1:$p0" "${five[@]:2}" --url "redis://127.0.0.1:$p0"
+  refused "--url|127\.0\.0\.1:$p0" "${five[@]:0:6}" --url "redis://127.0.0.1:$p0"
 }
 
 @test "4 servers: one warning line on stderr and the run goes on; the default quorum is 3 of 4" {
