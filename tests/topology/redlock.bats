@@ -519,8 +519,8 @@ refused() {
 # --- status ------------------------------------------------------------------------
 
 # lock_servers FILE NAME: from the status --json array in FILE, the lock
-# NAME's quorum, then "URL HELD TOKEN TTL_MS FENCE" for each server in
-# "servers"; fails when a field is missing.
+# NAME's quorum, then "NODE HELD TOKEN TTL_MS FENCE" for each server in
+# "nodes"; fails when a field is missing.
 lock_servers() {
   python3 -c '
 import json, sys
@@ -529,8 +529,8 @@ lock = [l for l in doc if l["name"] == sys.argv[2]]
 assert len(lock) == 1, "%d locks named %s" % (len(lock), sys.argv[2])
 lock = lock[0]
 print(json.dumps(lock["quorum"]))
-for s in lock["servers"]:
-    print(s["url"], json.dumps(s["held"]), s["token"], s["ttl_ms"], s["fence"])
+for s in lock["nodes"]:
+    print(s["node"], json.dumps(s["held"]), s["token"], s["ttl_ms"], s["fence"])
 ' "$1" "$2"
 }
 
@@ -567,7 +567,7 @@ hold_shown() {
   revive_all
 }
 
-@test "status --json: each lock has servers (url, held, token, ttl_ms, fence) and quorum; held on 2 of 5 is no quorum" {
+@test "status --json: each lock has nodes (node, held, token, ttl_ms, fence) and quorum; held on 2 of 5 is no quorum" {
   local port
   hold_shown
   run -0 --separate-stderr rl status --json shown
@@ -576,7 +576,7 @@ hold_shown() {
   echo "$output"
   [[ ${lines[0]} == true ]]
   ((${#lines[@]} == 6))
-  # Every server listed once, by its URL; where it is held, our token.
+  # Every server listed once, by its address; where it is held, our token.
   for port in "${PORTS[@]}"; do
     [[ $(tail -n +2 <<<"$output" | cut -d' ' -f1 | grep -c "127\.0\.0\.1:$port\b") == 1 ]]
   done

@@ -375,7 +375,15 @@ QuorumStore::store_address(std::size_t member) const {
 void
 QuorumStore::require_quorum(const std::vector<Answer>& answers,
                             const std::string& what) const {
-  if (answered(answers) >= m_deployment.quorum) {
+  // A server that was slow to answer is there: it just did not agree this
+  // time (a loaded machine), and the step may be tried again.
+  const auto slow =
+      std::count_if(answers.begin(), answers.end(), [](const Answer& answer) {
+        return !answer.reply && answer.failure
+               && answer.failure->failure_kind()
+                      == redis::FailureKind::timed_out;
+      });
+  if (answered(answers) + slow >= m_deployment.quorum) {
     return;
   }
   bool timed_out = true;
@@ -489,17 +497,15 @@ QuorumStore::acquire(const LockRequest& request, Duration queue_ttl) {
       return won;
     }
   }
-  const int free = static_cast<int>(answered(answers) - busy.size());
   const int agreed = static_cast<int>(granted.size());
   granted.insert(granted.end(), maybe.begin(), maybe.end());
   undo(granted, lock_keys, request.token, per_server);
   require_quorum(answers, "cannot acquire lock " + quote(request.name));
-  return not_won(busy, free, agreed, request.ttl);
+  return not_won(busy, agreed, request.ttl);
 }
 
 AcquireAttempt
 QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
-                     int free,
                      int granted,
                      Duration ttl) const {
   // The holder most servers name speaks for them all.
@@ -524,15 +530,20 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
   result.acquired = false;
   result.servers = static_cast<int>(m_members.size());
   result.granted = granted;
+  // The servers that did not say "held" (free, slow or unreachable) may
+  // grant it next time; the others free up as their leases end.
   std::vector<std::int64_t> held_ms;
   for (const auto& attempt : busy) {
     held_ms.push_back(attempt.retry_ms);
   }
-  result.retry_ms = free_in_ms(held_ms, free, m_deployment.quorum);
+  const int not_held = static_cast<int>(m_members.size() - busy.size());
+  result.retry_ms = free_in_ms(held_ms, not_held, m_deployment.quorum);
   if (result.retry_ms == 0) {
-    // Free enough, but others tried at the same moment: back off a little,
-    // at random, so that one of us wins next time.
-    const auto spread = std::max<std::int64_t>(to_ms(per_server_time(ttl)), 10);
+    // Enough servers are not held, but others asked at the same moment, or
+    // some were slow: back off a little, at random, so that one of us wins
+    // next time.
+    const auto spread =
+        std::max<std::int64_t>(2 * to_ms(per_server_time(ttl)), 20);
     result.retry_ms = static_cast<std::int64_t>(
         random_below_or_equal(static_cast<std::uint64_t>(spread)));
   }
@@ -565,7 +576,7 @@ QuorumStore::peek(std::string_view name) {
     open.sent = sent;
     return open;
   }
-  auto attempt = not_won(busy, free, 0, std::chrono::seconds(30));
+  auto attempt = not_won(busy, 0, std::chrono::seconds(30));
   attempt.sent = sent;
   return attempt;
 }
@@ -573,27 +584,26 @@ QuorumStore::peek(std::string_view name) {
 std::int64_t
 QuorumStore::lease_remaining_ms(std::string_view name) {
   const auto lock_keys = keys(name);
-  // PTTL through a script round: one per server, read all at once.
   const auto answers = round(all_members(), peek_call(lock_keys), round_time());
   require_quorum(answers, "cannot read lock " + quote(name));
   std::vector<std::int64_t> held_ms;
-  int free = 0;
   for (const auto& answer : answers) {
     if (!answer.counts()) {
       continue;
     }
     const auto attempt =
         decode_peek(*answer.reply, "cannot read lock " + quote(name));
-    if (attempt.acquired) {
-      ++free;
-    } else {
+    if (!attempt.acquired) {
       held_ms.push_back(attempt.retry_ms);
     }
   }
-  if (free >= m_deployment.quorum) {
+  // A server that did not say "held" may grant it: free as far as a waiter
+  // deciding whether to look again can tell.
+  const int not_held = static_cast<int>(m_members.size() - held_ms.size());
+  if (not_held >= m_deployment.quorum) {
     return -2;
   }
-  return free_in_ms(held_ms, free, m_deployment.quorum);
+  return free_in_ms(held_ms, not_held, m_deployment.quorum);
 }
 
 Renewal
@@ -657,9 +667,8 @@ QuorumStore::renew(std::string_view name,
 
 bool
 QuorumStore::release(std::string_view name, const std::string& token) {
-  const auto answers = round(all_members(),
-                             release_call(keys(name), token),
-                             round_time());
+  const auto answers =
+      round(all_members(), release_call(keys(name), token), round_time());
   m_granted.clear();
   int released = 0;
   for (const auto& answer : answers) {
@@ -780,9 +789,8 @@ void
 QuorumStore::mark_slot_done(std::string_view name,
                             std::int64_t number,
                             Duration keep) {
-  const auto answers = round(all_members(),
-                             mark_slot_call(keys(name), number, keep),
-                             round_time());
+  const auto answers = round(
+      all_members(), mark_slot_call(keys(name), number, keep), round_time());
   const auto marked = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   if (marked < static_cast<long>(m_members.size()) - m_deployment.quorum + 1) {
@@ -855,6 +863,11 @@ QuorumStore::merge_snapshots(std::vector<StatusSnapshot> snapshots,
     }
   }
   for (auto& [name, state] : by_name) {
+    // The servers that did not answer, too: a lock's count is out of all.
+    for (const auto& silent : merged.unreachable) {
+      state.servers.push_back(
+          ServerLockState{silent.address, false, {}, -1, 0, silent.why});
+    }
     const std::pair<int, LockState>* most = nullptr;
     for (const auto& [token, entry] : tokens[name]) {
       if (most == nullptr || entry.first > most->first) {

@@ -125,7 +125,6 @@ private:
   // The answer to an acquire that was not won, from what the servers that
   // did not grant it said (`busy`).
   AcquireAttempt not_won(const std::vector<AcquireAttempt>& busy,
-                         int free,
                          int granted,
                          Duration ttl) const;
   Duration per_server_time(Duration ttl) const;
