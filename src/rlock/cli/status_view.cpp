@@ -223,6 +223,9 @@ nodes_json(const lock::LockState& state) {
                          : nlohmann::ordered_json(nullptr);
     node["fence"] = server.held ? nlohmann::ordered_json(server.fence)
                                 : nlohmann::ordered_json(nullptr);
+    if (!server.error.empty()) {
+      node["error"] = server.error;
+    }
     nodes.push_back(std::move(node));
   }
   return nodes;
