@@ -210,3 +210,39 @@ TEST_CASE("format_status_json: node and slot") {
   CHECK(json[1]["slot"] == 0);
   CHECK(json[1]["waiters"] == 0);
 }
+
+TEST_CASE("a quorum's status: the redlock line, SERVERS out of all the "
+          "servers, split, and each server in --json's nodes") {
+  auto snapshot = sample();
+  snapshot.servers = 5;
+  snapshot.quorum = 3;
+  auto& held = snapshot.locks[0];
+  held.quorum = true;
+  for (const char* server : {"a:1", "b:2", "c:3", "d:4"}) {
+    held.servers.push_back({server, true, held.token, 20'000, 42, {}});
+  }
+  held.servers.push_back({"e:5", false, {}, -1, 0, "connection refused"});
+  auto lines = lines_of(cli::format_status_table(snapshot, 200));
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[0], Catch::Contains("FENCE") && Catch::Contains("SERVERS"));
+  CHECK_THAT(lines[1], Catch::Contains(" 4/5 "));
+  held.servers[3].token = "another";
+  lines = lines_of(cli::format_status_table(snapshot, 200));
+  CHECK_THAT(lines[1], Catch::Contains(" 3/5 split "));
+
+  const auto json =
+      nlohmann::json::parse(cli::format_status_json(snapshot, ""));
+  CHECK(json[0]["quorum"] == true);
+  REQUIRE(json[0]["nodes"].size() == 5);
+  CHECK(json[0]["nodes"][0]["node"] == "a:1");
+  CHECK(json[0]["nodes"][0]["fence"] == 42);
+  CHECK(json[0]["nodes"][4]["held"] == false);
+  CHECK(json[0]["nodes"][4]["token"].is_null());
+  CHECK(json[0]["nodes"][4]["error"] == "connection refused");
+
+  lock::DeploymentState state;
+  state.quorum = 3;
+  state.quorum_servers = {{"a:1", {}}, {"b:2", {}}, {"c:3", "refused"}};
+  CHECK(cli::format_topology_line(state)
+        == "redlock: 3 servers, quorum 3, 2 reachable; down: c:3\n");
+}
