@@ -671,21 +671,32 @@ QuorumStore::release(std::string_view name, const std::string& token) {
       round(all_members(), release_call(keys(name), token), round_time());
   m_granted.clear();
   int released = 0;
+  int silent = 0;
   for (const auto& answer : answers) {
     if (!answer.counts()) {
-      log::warning("could not release " + quote(name) + " on " + answer.address
-                   + ": " + answer.failure->what()
-                   + " (its lease there ends by itself)");
+      ++silent;
       continue;
     }
     released +=
         decode_yes_no(*answer.reply, "cannot release lock " + quote(name)) ? 1
                                                                            : 0;
   }
-  if (answered(answers) == 0) {
-    require_quorum(answers, "cannot release lock " + quote(name));
+  const int quorum = m_deployment.quorum;
+  if (released == 0 && silent >= quorum) {
+    // Whether it was still held cannot be told.
+    throw redis::Failure(redis::FailureKind::timed_out,
+                         "cannot release lock " + quote(name) + ": "
+                             + failures_text(answers));
   }
-  return released > 0;
+  for (const auto& answer : answers) {
+    if (!answer.counts()) {
+      log::warning("could not release " + quote(name) + " on " + answer.address
+                   + ": " + answer.failure->what()
+                   + " (its lease there ends by itself)");
+    }
+  }
+  // Held at the end unless too few servers still had it for a quorum.
+  return released + silent >= quorum && released > 0;
 }
 
 void
