@@ -13,27 +13,9 @@ bats_require_minimum_version 1.5.0
 source "$BATS_TEST_DIRNAME/../lib/topology.bash"
 load common
 
-# five_masters DIR: 5 redis-servers unaware of each other; exports
-# REDLOCK_PORTS and RLOCK_URL (their redis:// URLs separated by spaces).
-# TODO: redlock_start DIR 5 once it is in topology.bash on main.
-five_masters() {
-  local dir=$1 i port url=
-  topology_require redis-server redis-cli || return
-  topology_prepare "$dir" || return 1
-  dir=$TOPOLOGY_DIR
-  for ((i = 0; i < 5; i++)); do
-    topology_launch node "$dir" topology_node_config || return 1
-  done
-  for port in $(topology_ports "$dir" node); do
-    url+=${url:+ }redis://127.0.0.1:$port/0
-  done
-  REDLOCK_PORTS=$(topology_ports "$dir" node | tr '\n' ' ')
-  export REDLOCK_PORTS=${REDLOCK_PORTS% } RLOCK_URL=$url
-}
-
 setup_file() {
   local rc=0 start=$EPOCHREALTIME
-  five_masters "$BATS_FILE_TMPDIR/redlock" || rc=$?
+  redlock_start "$BATS_FILE_TMPDIR/redlock" 5 || rc=$?
   brought_up "$rc" "5 servers" "$start" || return
   # The servers are seconds old: the restart grace would hold every lock
   # back for 30s. It guards empty restarts, not this.
