@@ -792,3 +792,361 @@ TEST_CASE("diagnose_all: a Cluster, each master then the cluster") {
   CHECK(doctor_exit_code(report) == 1);
   CHECK(nlohmann::json::parse(format_doctor_json(report))["status"] == "warn");
 }
+
+namespace {
+
+// Five independent masters that keep their locks through a restart, up an
+// hour, their clocks a few ms apart; quorum 3.
+std::vector<ServerFacts>
+quorum_facts() {
+  std::vector<ServerFacts> all;
+  for (int i = 0; i < 5; ++i) {
+    auto facts = healthy();
+    facts.address = "10.0.0." + std::to_string(i + 1) + ":6379";
+    facts.config["appendfsync"] = "always";
+    facts.info["run_id"] = std::string(40, static_cast<char>('a' + i));
+    facts.info["uptime_in_seconds"] = "3600";
+    facts.clock_offset_ms = i - 2;
+    facts.clock_rate = lock::ClockRate{250ms, 250ms, 100us};
+    all.push_back(facts);
+  }
+  return all;
+}
+
+lock::DeploymentState
+quorum_topology(const std::vector<ServerFacts>& facts, int quorum = 3) {
+  lock::DeploymentState state;
+  state.quorum = quorum;
+  for (const auto& server : facts) {
+    state.quorum_servers.push_back({server.address, {}});
+  }
+  return state;
+}
+
+// What QuorumStore::examine() gives for a server that did not answer.
+ServerFacts
+silent(const std::string& address) {
+  ServerFacts facts;
+  facts.address = address;
+  facts.info_error = "connection refused";
+  return facts;
+}
+
+// Makes facts[i] a replica of `master`.
+void
+make_replica(ServerFacts& facts, const std::string& host, int port) {
+  facts.info["role"] = "slave";
+  facts.info["master_host"] = host;
+  facts.info["master_port"] = std::to_string(port);
+  facts.info["connected_slaves"] = "0";
+}
+
+} // namespace
+
+TEST_CASE("did_not_answer") {
+  CHECK(did_not_answer(silent("10.0.0.1:6379")));
+  CHECK_FALSE(did_not_answer(healthy()));
+  // INFO, CONFIG GET and TIME refused: it still answered.
+  auto refused = without_config_or_info(healthy());
+  refused.clock_offset_ms.reset();
+  refused.time_error = "NOPERM";
+  CHECK_FALSE(did_not_answer(refused));
+}
+
+TEST_CASE("check_quorum") {
+  auto facts = quorum_facts();
+  auto result = check_quorum(facts, quorum_topology(facts));
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "5 servers, quorum 3, 5 answered: locks can be taken with 2 more "
+           "down");
+  CHECK(result.values["answered"] == 5);
+  facts[1] = silent(facts[1].address);
+  facts[3] = silent(facts[3].address);
+  result = check_quorum(facts, quorum_topology(facts));
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "5 servers, quorum 3, 3 answered: one more down and no lock can be "
+           "taken (10.0.0.2:6379, 10.0.0.4:6379 did not)");
+  facts[4] = silent(facts[4].address);
+  result = check_quorum(facts, quorum_topology(facts));
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("5 servers, quorum 3, 2 answered: no lock can "
+                               "be taken or renewed until 1 more answer"));
+  CHECK(result.values["silent"].size() == 3);
+  // A larger quorum of the same servers.
+  facts = quorum_facts();
+  facts[0] = silent(facts[0].address);
+  CHECK(check_quorum(facts, quorum_topology(facts, 5)).status
+        == CheckStatus::fail);
+}
+
+TEST_CASE("check_independent") {
+  auto facts = quorum_facts();
+  auto result = check_independent(facts);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "the 5 servers that answered are masters with distinct run_ids, "
+           "none a replica");
+  // Two replicas of another of them.
+  make_replica(facts[1], "10.0.0.1", 6379);
+  make_replica(facts[2], "10.0.0.1", 6379);
+  result = check_independent(facts);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("10.0.0.2:6379 is a replica of 10.0.0.1:6379 "
+                               "(another of them); 10.0.0.3:6379 is a replica "
+                               "of 10.0.0.1:6379 (another of them): "));
+  // A replica of a server outside the quorum fails too.
+  facts = quorum_facts();
+  make_replica(facts[4], "10.9.9.9", 6379);
+  result = check_independent(facts);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(
+      result.message,
+      Catch::StartsWith("10.0.0.5:6379 is a replica of 10.9.9.9:6379: "));
+  // One server named twice.
+  facts = quorum_facts();
+  facts[3].info["run_id"] = facts[0].info["run_id"];
+  result = check_independent(facts);
+  CHECK(result.status == CheckStatus::fail);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("10.0.0.1:6379 and 10.0.0.4:6379 are one server "
+                               "(run_id aaaa"));
+  // INFO refused on one: unknown; a silent server is not judged.
+  facts = quorum_facts();
+  facts[2] = without_config_or_info(facts[2]);
+  result = check_independent(facts);
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("run_id or role unknown for 10.0.0.3:6379"));
+  facts[2] = silent(facts[2].address);
+  result = check_independent(facts);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message, Catch::StartsWith("the 4 servers that answered"));
+}
+
+TEST_CASE("check_restarts") {
+  auto facts = quorum_facts();
+  auto result = check_restarts(facts, timing(30s), 0s);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "every server keeps its locks through a restart (appendonly yes, "
+           "appendfsync always)");
+  // appendfsync everysec on two: a restart may forget; the grace decides.
+  facts[0].config["appendfsync"] = "everysec";
+  facts[3].config["appendonly"] = "no";
+  result = check_restarts(facts, timing(30s), 0s);
+  CHECK(result.status == CheckStatus::warn);
+  CHECK(result.message
+        == "10.0.0.1:6379, 10.0.0.4:6379 forget their locks on a restart (not "
+           "appendonly yes with appendfsync always) and --restart-grace 0s is "
+           "below the 30s TTL: a restarted server can grant a held lock to a "
+           "second holder; set --restart-grace to the TTL or more");
+  result = check_restarts(facts, timing(30s), 30s);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message,
+             Catch::Contains(", but --restart-grace 30s is at least the 30s "
+                             "TTL: a restarted server grants nothing until"));
+  CHECK(result.values["each"][0]["keeps_locks"] == false);
+  // All of them: said so.
+  for (auto& server : facts) {
+    server.config["appendfsync"] = "everysec";
+  }
+  CHECK_THAT(check_restarts(facts, timing(30s), 0s).message,
+             Catch::StartsWith("all 5 servers forget their locks on a "
+                               "restart"));
+  facts = quorum_facts();
+  facts[0].config["appendfsync"] = "everysec";
+  facts[3].config["appendonly"] = "no";
+  // Up less than the TTL: it may have restarted during a hold.
+  facts[3].info["uptime_in_seconds"] = "5";
+  result = check_restarts(facts, timing(30s), 30s);
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::EndsWith("; 10.0.0.4:6379 up 5.0s, less than the 30s TTL: "
+                             "one that restarted during a hold forgot the "
+                             "locks it granted"));
+  // ... unless it keeps them.
+  facts = quorum_facts();
+  facts[3].info["uptime_in_seconds"] = "5";
+  CHECK(check_restarts(facts, timing(30s), 0s).status == CheckStatus::ok);
+  // CONFIG GET refused: unknown.
+  facts = quorum_facts();
+  facts[1] = without_config(facts[1]);
+  result = check_restarts(facts, timing(30s), 0s);
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK(result.message == "persistence unknown for 10.0.0.2:6379");
+  // INFO says the AOF is off: that is known without CONFIG GET.
+  facts[1].info["aof_enabled"] = "0";
+  CHECK(check_restarts(facts, timing(30s), 0s).status == CheckStatus::warn);
+}
+
+TEST_CASE("check_clocks") {
+  auto facts = quorum_facts();
+  auto result = check_clocks(facts, timing(30s));
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("the servers' clocks are within 4.0ms of each "
+                               "other, within the 302ms rlock allows for (1% "
+                               "of the 30s TTL + 2ms)"));
+  CHECK_THAT(result.message,
+             Catch::EndsWith("; each ran at this host's rate within 0.04%"));
+  CHECK(result.values["spread_ms"] == 4);
+  // The same clock everywhere is two clocks that agree.
+  for (auto& server : facts) {
+    server.clock_offset_ms = 0;
+  }
+  CHECK(check_clocks(facts, timing(30s)).status == CheckStatus::ok);
+  facts = quorum_facts();
+  // 1% of a 1s TTL + 2ms is 12ms: 4ms is within it, 13ms is not.
+  CHECK(check_clocks(facts, timing(1s)).status == CheckStatus::ok);
+  facts[4].clock_offset_ms = 11;
+  result = check_clocks(facts, timing(1s));
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("the clocks of 10.0.0.5:6379 and 10.0.0.1:6379 "
+                               "differ by 13ms, more than the 12ms rlock "
+                               "allows for"));
+  // A clock that runs 2% fast, however the offsets look.
+  facts = quorum_facts();
+  facts[2].clock_rate->server = 255ms;
+  result = check_clocks(facts, timing(30s));
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("10.0.0.3:6379's clock ran 2.00% fast against "
+                               "this host's over 250ms: "));
+  CHECK(result.values["each"][2]["rate_error_ppm"] == 20000);
+  // A rate measured too roughly is not judged, and said so.
+  facts[2].clock_rate->uncertainty = 5ms;
+  result = check_clocks(facts, timing(30s));
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message,
+             Catch::EndsWith("; rate not measured for 10.0.0.3:6379"));
+  // Fewer than two told their TIME.
+  for (std::size_t i = 1; i < facts.size(); ++i) {
+    facts[i].clock_offset_ms.reset();
+    facts[i].time_error = "NOPERM";
+  }
+  facts[1] = silent(facts[1].address);
+  result = check_clocks(facts, timing(1s));
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK(result.message
+        == "clocks unknown: fewer than two servers told their TIME "
+           "(10.0.0.3:6379, 10.0.0.4:6379, 10.0.0.5:6379 refused it)");
+}
+
+TEST_CASE("check_name: a quorum") {
+  const auto facts = quorum_facts();
+  const auto result = check_name(NamedLock{"deploy", "rlock:deploy"},
+                                 facts[0].address,
+                                 {{}, quorum_topology(facts)});
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.message
+        == "lock 'deploy' is key 'rlock:deploy' on each of the 5 servers, "
+           "held when 3 of them agree");
+}
+
+TEST_CASE("diagnose_all: a quorum, each server then the redlock checks") {
+  auto facts = quorum_facts();
+  DeploymentFacts deployment{{}, quorum_topology(facts), 0s};
+  auto report =
+      diagnose_all(facts, timing(), deployment, NamedLock{"a", "rlock:a"});
+  CHECK(report.quorum);
+  CHECK_FALSE(report.cluster);
+  REQUIRE(report.servers.size() == 5);
+  // No Sentinel checks on a quorum's servers.
+  CHECK(report.servers[0].checks.size() == 6);
+  std::vector<std::string> names;
+  for (const auto& result : report.deployment) {
+    names.push_back(result.name);
+    INFO(result.name << ": " << result.message);
+    CHECK(result.status == CheckStatus::ok);
+  }
+  CHECK(names
+        == std::vector<std::string>{
+            "quorum", "independent", "restarts", "clocks", "name"});
+  CHECK(doctor_exit_code(report) == 0);
+  auto lines = lines_of(format_doctor_text(report));
+  REQUIRE(lines.size() == 5 * 8 + 6);
+  CHECK(lines[0] == "server 10.0.0.1:6379");
+  CHECK_THAT(lines[1], Catch::StartsWith("ok      version      Redis 7.0.15"));
+  CHECK(lines[7].empty());
+  CHECK(lines[8] == "server 10.0.0.2:6379");
+  CHECK(lines[40] == "redlock");
+  CHECK(lines[41]
+        == "ok      quorum       5 servers, quorum 3, 5 answered: locks can "
+           "be taken with 2 more down");
+  CHECK_THAT(lines[42], Catch::StartsWith("ok      independent  "));
+  CHECK_THAT(lines[45], Catch::StartsWith("ok      name         "));
+  auto document = nlohmann::json::parse(format_doctor_json(report));
+  CHECK(document["status"] == "ok");
+  CHECK_FALSE(document.contains("masters"));
+  CHECK(document["checks"].size() == 5);
+  REQUIRE(document["servers"].size() == 5);
+  CHECK(document["servers"][4]["server"] == "10.0.0.5:6379");
+  CHECK_FALSE(document["servers"][4].contains("slots"));
+  CHECK(document["servers"][4]["checks"].size() == 6);
+  CHECK(document["servers"][4]["error"].is_null());
+  // One server did not answer, another is a replica of a third.
+  facts[1] = silent(facts[1].address);
+  make_replica(facts[2], "10.0.0.1", 6379);
+  report = diagnose_all(facts, timing(), deployment);
+  CHECK(doctor_exit_code(report) == 1);
+  lines = lines_of(format_doctor_text(report));
+  CHECK(lines[8]
+        == "server 10.0.0.2:6379: did not answer (connection refused)");
+  CHECK(lines[9].empty());
+  CHECK(lines[10] == "server 10.0.0.3:6379");
+  CHECK(report.deployment[0].status == CheckStatus::ok);
+  CHECK(report.deployment[1].status == CheckStatus::fail);
+  document = nlohmann::json::parse(format_doctor_json(report));
+  CHECK(document["status"] == "fail");
+  CHECK(document["servers"][1]["status"] == "fail");
+  CHECK(document["servers"][1]["error"] == "connection refused");
+  CHECK(document["servers"][1]["checks"].empty());
+  CHECK(document["servers"][2]["checks"]["replication"]["status"] == "fail");
+  CHECK(document["checks"]["independent"]["status"] == "fail");
+  // A silent server alone makes the exit code 1.
+  facts = quorum_facts();
+  facts[4] = silent(facts[4].address);
+  report = diagnose_all(facts, timing(), deployment);
+  CHECK(report.deployment[0].status == CheckStatus::ok);
+  CHECK(doctor_exit_code(report) == 1);
+}
+
+TEST_CASE("clock_rate_error") {
+  auto facts = healthy();
+  CHECK_FALSE(clock_rate_error(facts));
+  facts.clock_rate = lock::ClockRate{250ms, 245ms, 100us};
+  auto rate = clock_rate_error(facts);
+  REQUIRE(rate);
+  CHECK(rate->error == Approx(-0.02));
+  CHECK(rate->bound == Approx(0.0004));
+  // 2ms of round trips over 250ms: 0.8%, too rough to judge by.
+  facts.clock_rate->uncertainty = 2ms;
+  CHECK_FALSE(clock_rate_error(facts));
+  facts.clock_rate->local = 0ms;
+  CHECK_FALSE(clock_rate_error(facts));
+}
+
+TEST_CASE("diagnose: clock rate") {
+  auto facts = healthy();
+  facts.clock_rate = lock::ClockRate{250ms, 250ms + 500us, 100us};
+  auto result = check(facts, "clock");
+  CHECK(result.status == CheckStatus::ok);
+  CHECK(result.values["rate_error_ppm"] == 2000);
+  CHECK(result.values["rate_bound_ppm"] == 400);
+  // 1.2% fast, but only 0.04% uncertain: beyond the 1% rlock allows for.
+  facts.clock_rate->server = 253ms;
+  result = check(facts, "clock");
+  CHECK(result.status == CheckStatus::warn);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("127.0.0.1:6379's clock ran 1.20% fast against "
+                               "this host's over 250ms: Redis expires leases "
+                               "by its clock"));
+  // 1.2% slow, within 1% once the round trips are counted.
+  facts.clock_rate = lock::ClockRate{250ms, 247ms, 1ms};
+  CHECK(check(facts, "clock").status == CheckStatus::ok);
+}

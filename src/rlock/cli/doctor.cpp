@@ -36,6 +36,9 @@ ParsedCommand
 options_of(const detail::RawOptions& raw, const Environment& environment) {
   DoctorOptions options;
   options.server = detail::server_of(raw, environment);
+  // What runs will use ($RLOCK_RESTART_GRACE or the default), for the
+  // `restarts` check of a quorum.
+  options.server.restart_grace = detail::restart_grace_of(raw, environment);
   options.json = raw.doctor.json;
   if (raw.doctor.name) {
     options.name = detail::validated_name(*raw.doctor.name);
@@ -64,8 +67,11 @@ doctor_command() {
           "Checks eviction, persistence, replication, round trip, clock and\n"
           "version (with Sentinel also the sentinels and the failover time;\n"
           "with Cluster each master, then the cluster state and slots, the\n"
-          "replicas and the failover time), and with NAME where that lock\n"
-          "lives (its key; with Cluster its slot and master); one line each:\n"
+          "replicas and the failover time; with several --url each server,\n"
+          "then the quorum, that they are independent masters, restarts\n"
+          "against the TTL and $RLOCK_RESTART_GRACE, and their clocks), and\n"
+          "with NAME where that lock lives (its key; with Cluster its slot\n"
+          "and master); one line each:\n"
           "ok, warn, fail or unknown, name, message.\n"
           "Exit: 0 every check ok, 1 any other, 69 Redis unavailable,\n"
           "74 output could not be written.",
@@ -78,7 +84,8 @@ run(const DoctorOptions& options) {
   const auto store = open_store(options.server);
   const auto facts = store->examine();
   const DeploymentFacts deployment{options.server.replicas,
-                                   store->deployment_state()};
+                                   store->deployment_state(),
+                                   options.server.restart_grace};
   std::optional<NamedLock> name;
   if (options.name) {
     name = NamedLock{*options.name, store->key_of(*options.name)};

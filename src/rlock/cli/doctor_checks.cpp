@@ -1,10 +1,12 @@
 #include <rlock/cli/doctor_checks.hpp>
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/redis/cluster.hpp>
+#include <rlock/redis/url.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -483,16 +485,56 @@ check_latency(const ServerFacts& facts, const lock::LeaseTiming& timing) {
   return check;
 }
 
+// "2.00%" for 0.02.
+std::string
+percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f%%", fraction * 100);
+  return text;
+}
+
+Json
+ppm_json(double fraction) {
+  return std::llround(fraction * 1e6);
+}
+
+// Whether `rate` is off by more than k_max_clock_rate_error, however wrong
+// the measurement.
+bool
+rate_off(const RateError& rate) {
+  return std::abs(rate.error) > k_max_clock_rate_error + rate.bound;
+}
+
+// "127.0.0.1:6379's clock ran 2.00% fast against this host's over 250ms".
+std::string
+rate_text(const ServerFacts& facts, const RateError& rate) {
+  return facts.address + "'s clock ran " + percent(std::abs(rate.error))
+         + (rate.error > 0 ? " fast" : " slow") + " against this host's over "
+         + format_ms(facts.clock_rate->local);
+}
+
 CheckResult
 check_clock(const ServerFacts& facts) {
   auto check = named("clock");
+  const auto rate = clock_rate_error(facts);
   check.values = {{"offset_ms", json_or_null(facts.clock_offset_ms)},
                   {"uncertainty_ms",
                    facts.clock_offset_ms ? ms_json(facts.clock_uncertainty)
-                                         : Json(nullptr)}};
+                                         : Json(nullptr)},
+                  {"rate_error_ppm", rate ? ppm_json(rate->error) : nullptr},
+                  {"rate_bound_ppm", rate ? ppm_json(rate->bound) : nullptr}};
   if (!facts.clock_offset_ms) {
     check.message =
         "clock offset unknown: TIME refused (" + facts.time_error + ")";
+    return check;
+  }
+  if (rate && rate_off(*rate)) {
+    check.status = CheckStatus::warn;
+    check.message = rate_text(facts, *rate)
+                    + ": Redis expires leases by its clock, so one that runs "
+                      "fast ends them early, by more than the 1% of the TTL "
+                      "rlock allows for (NTP slews a clock by 0.05% at "
+                      "most): check the Redis host's time source";
     return check;
   }
   const auto offset = *facts.clock_offset_ms;
@@ -536,6 +578,21 @@ rank(CheckStatus status) {
 }
 
 } // namespace
+
+std::optional<RateError>
+clock_rate_error(const ServerFacts& facts) {
+  if (!facts.clock_rate || facts.clock_rate->local <= Duration::zero()) {
+    return std::nullopt;
+  }
+  const auto local = static_cast<double>(facts.clock_rate->local.count());
+  const RateError rate{
+      static_cast<double>(facts.clock_rate->server.count()) / local - 1,
+      static_cast<double>(facts.clock_rate->uncertainty.count()) / local};
+  if (rate.bound > k_clock_rate_precision) {
+    return std::nullopt;
+  }
+  return rate;
+}
 
 std::optional<std::vector<int>>
 parse_version(std::string_view text) {
@@ -967,6 +1024,323 @@ judge_cluster_name(CheckResult& check,
 
 } // namespace
 
+bool
+did_not_answer(const ServerFacts& facts) {
+  // examine_server() always says something of TIME; a server that did not
+  // answer has only its address and why.
+  return !facts.clock_offset_ms && facts.time_error.empty()
+         && facts.round_trips.empty() && !facts.info_error.empty();
+}
+
+namespace {
+
+// The servers of `facts` that answered.
+std::vector<const ServerFacts*>
+answering(const std::vector<ServerFacts>& facts) {
+  std::vector<const ServerFacts*> servers;
+  for (const auto& server : facts) {
+    if (!did_not_answer(server)) {
+      servers.push_back(&server);
+    }
+  }
+  return servers;
+}
+
+std::string
+servers_count(std::size_t count) {
+  return std::to_string(count) + (count == 1 ? " server" : " servers");
+}
+
+} // namespace
+
+CheckResult
+check_quorum(const std::vector<ServerFacts>& facts,
+             const lock::DeploymentState& topology) {
+  auto check = named("quorum");
+  const auto total = facts.size();
+  const auto answered = answering(facts).size();
+  const auto quorum = static_cast<std::size_t>(std::max(topology.quorum, 0));
+  std::vector<std::string> silent;
+  for (const auto& server : facts) {
+    if (did_not_answer(server)) {
+      silent.push_back(server.address);
+    }
+  }
+  check.values = {{"servers", total},
+                  {"quorum", quorum},
+                  {"answered", answered},
+                  {"silent", silent}};
+  check.message = servers_count(total) + ", quorum " + std::to_string(quorum)
+                  + ", " + std::to_string(answered) + " answered";
+  if (answered >= quorum) {
+    check.status = CheckStatus::ok;
+    const auto spare = answered - quorum;
+    check.message += spare == 0 ? ": one more down and no lock can be taken"
+                                : ": locks can be taken with "
+                                      + std::to_string(spare) + " more down";
+  } else {
+    check.status = CheckStatus::fail;
+    check.message += ": no lock can be taken or renewed until "
+                     + std::to_string(quorum - answered) + " more answer";
+  }
+  if (!silent.empty()) {
+    check.message += " (" + joined(silent, ", ") + " did not)";
+  }
+  return check;
+}
+
+namespace {
+
+// "127.0.0.1:6380, a replica of 127.0.0.1:6379 (another of them)".
+std::string
+replica_text(const ServerFacts& server,
+             const std::vector<const ServerFacts*>& servers) {
+  const auto* host = find(server.info, "master_host");
+  const auto port = to_integer(find(server.info, "master_port"));
+  if (host == nullptr || !port) {
+    return server.address + " is a replica";
+  }
+  const auto master = redis::HostPort{*host, static_cast<int>(*port)}.address();
+  const bool among = std::any_of(
+      servers.begin(), servers.end(), [&](const ServerFacts* other) {
+        return other != &server && other->address == master;
+      });
+  return server.address + " is a replica of " + master
+         + (among ? " (another of them)" : "");
+}
+
+} // namespace
+
+CheckResult
+check_independent(const std::vector<ServerFacts>& facts) {
+  auto check = named("independent");
+  const auto servers = answering(facts);
+  std::map<std::string, std::vector<std::string>> by_run_id;
+  std::vector<std::string> failing;
+  std::vector<std::string> untold;
+  auto each = Json::array();
+  for (const auto* server : servers) {
+    const auto* run_id = find(server->info, "run_id");
+    const auto* role = find(server->info, "role");
+    each.push_back({{"server", server->address},
+                    {"run_id", json_or_null(run_id)},
+                    {"role", json_or_null(role)}});
+    if (run_id == nullptr || role == nullptr) {
+      untold.push_back(server->address);
+    }
+    if (run_id != nullptr) {
+      by_run_id[*run_id].push_back(server->address);
+    }
+    if (role != nullptr && *role != "master") {
+      failing.push_back(*role == "slave" || *role == "replica"
+                            ? replica_text(*server, servers)
+                            : server->address + " has role " + quote(*role));
+    }
+  }
+  for (const auto& [run_id, addresses] : by_run_id) {
+    if (addresses.size() > 1) {
+      failing.insert(failing.begin(),
+                     joined(addresses, " and ") + " are one server (run_id "
+                         + run_id + ")");
+    }
+  }
+  check.values = {{"each", each}};
+  if (!failing.empty()) {
+    check.status = CheckStatus::fail;
+    check.message = joined(failing, "; ")
+                    + ": a quorum needs independent masters, each its own "
+                      "vote; a replica refuses locks (READONLY) and can be "
+                      "promoted with the locks its master granted";
+  } else if (!untold.empty()) {
+    check.message = "run_id or role unknown for " + joined(untold, ", ")
+                    + " (INFO refused): cannot tell that the servers are "
+                      "independent masters";
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = "the " + servers_count(servers.size())
+                    + " that answered are masters with distinct run_ids, "
+                      "none a replica";
+  }
+  return check;
+}
+
+namespace {
+
+// Whether `server` keeps its locks through a restart (appendonly yes with
+// appendfsync always), or nothing when CONFIG GET did not tell.
+std::optional<bool>
+keeps_locks(const ServerFacts& server) {
+  const auto* appendonly = find(server.config, "appendonly");
+  const auto* fsync = find(server.config, "appendfsync");
+  if (appendonly != nullptr && *appendonly != "yes") {
+    return false;
+  }
+  const auto* aof = find(server.info, "aof_enabled");
+  if (appendonly == nullptr && aof != nullptr && *aof == "0") {
+    return false;
+  }
+  if (fsync == nullptr) {
+    return std::nullopt;
+  }
+  return *fsync == "always";
+}
+
+} // namespace
+
+CheckResult
+check_restarts(const std::vector<ServerFacts>& facts,
+               const lock::LeaseTiming& timing,
+               Duration restart_grace) {
+  auto check = named("restarts");
+  std::vector<std::string> forgetting;
+  std::vector<std::string> untold;
+  std::vector<std::string> young;
+  auto each = Json::array();
+  for (const auto* server : answering(facts)) {
+    const auto keeps = keeps_locks(*server);
+    const auto uptime = to_integer(find(server->info, "uptime_in_seconds"));
+    each.push_back({{"server", server->address},
+                    {"keeps_locks", keeps ? Json(*keeps) : Json(nullptr)},
+                    {"uptime_s", json_or_null(uptime)}});
+    if (!keeps) {
+      untold.push_back(server->address);
+    } else if (!*keeps) {
+      forgetting.push_back(server->address);
+    }
+    if (keeps != true && uptime && std::chrono::seconds(*uptime) < timing.ttl) {
+      young.push_back(server->address + " up "
+                      + format_duration(std::chrono::seconds(*uptime)));
+    }
+  }
+  const bool graced = restart_grace >= timing.ttl;
+  check.values = {{"ttl_ms", ms_json(timing.ttl)},
+                  {"restart_grace_ms", ms_json(restart_grace)},
+                  {"each", each}};
+  const std::string grace = "--restart-grace " + format_seconds(restart_grace);
+  const std::string ttl = "the " + format_seconds(timing.ttl) + " TTL";
+  std::vector<std::string> parts;
+  if (!forgetting.empty()) {
+    const bool all = forgetting.size() == answering(facts).size();
+    parts.push_back(
+        (all && forgetting.size() > 1
+             ? "all " + std::to_string(forgetting.size()) + " servers"
+             : joined(forgetting, ", "))
+        + " forget their locks on a restart (not appendonly yes with "
+          "appendfsync always)"
+        + (graced ? ", but " + grace + " is at least " + ttl
+                        + ": a restarted server grants nothing until the "
+                          "leases it granted have run out"
+                  : " and " + grace + " is below " + ttl
+                        + ": a restarted server can grant a held lock to a "
+                          "second holder; set --restart-grace to the TTL "
+                          "or more"));
+  }
+  if (!young.empty()) {
+    parts.push_back(joined(young, ", ") + ", less than " + ttl
+                    + ": one that restarted during a hold forgot the locks it "
+                      "granted");
+  }
+  if (!untold.empty()) {
+    parts.push_back("persistence unknown for " + joined(untold, ", "));
+  }
+  if ((!forgetting.empty() && !graced) || !young.empty()) {
+    check.status = CheckStatus::warn;
+  } else if (!untold.empty()) {
+    check.status = CheckStatus::unknown;
+  } else {
+    check.status = CheckStatus::ok;
+    if (forgetting.empty()) {
+      parts.push_back("every server keeps its locks through a restart "
+                      "(appendonly yes, appendfsync always)");
+    }
+  }
+  check.message = joined(parts, "; ");
+  return check;
+}
+
+CheckResult
+check_clocks(const std::vector<ServerFacts>& facts,
+             const lock::LeaseTiming& timing) {
+  auto check = named("clocks");
+  const Duration allowance = timing.ttl / 100 + std::chrono::milliseconds(2);
+  const ServerFacts* ahead = nullptr;
+  const ServerFacts* behind = nullptr;
+  std::vector<std::string> untold;
+  std::vector<std::string> off_rate;
+  std::vector<std::string> unrated;
+  double worst_rate = 0;
+  auto each = Json::array();
+  for (const auto* server : answering(facts)) {
+    const auto rate = clock_rate_error(*server);
+    each.push_back(
+        {{"server", server->address},
+         {"offset_ms", json_or_null(server->clock_offset_ms)},
+         {"rate_error_ppm", rate ? ppm_json(rate->error) : nullptr}});
+    if (!server->clock_offset_ms) {
+      untold.push_back(server->address);
+      continue;
+    }
+    if (!rate) {
+      unrated.push_back(server->address);
+    } else if (rate_off(*rate)) {
+      off_rate.push_back(rate_text(*server, *rate));
+    } else {
+      worst_rate = std::max(worst_rate, std::abs(rate->error) + rate->bound);
+    }
+    const auto offset = *server->clock_offset_ms;
+    if (ahead == nullptr || offset > *ahead->clock_offset_ms) {
+      ahead = server;
+    }
+    if (behind == nullptr || offset < *behind->clock_offset_ms) {
+      behind = server;
+    }
+  }
+  const auto spread =
+      ahead == nullptr ? std::optional<long long>()
+                       : std::optional<long long>(*ahead->clock_offset_ms
+                                                  - *behind->clock_offset_ms);
+  check.values = {{"spread_ms", json_or_null(spread)},
+                  {"allowance_ms", ms_json(allowance)},
+                  {"each", each}};
+  const std::string allowed = "the " + format_ms(allowance)
+                              + " rlock allows for (1% of the "
+                              + format_seconds(timing.ttl) + " TTL + 2ms)";
+  const std::string rates =
+      unrated.empty()
+          ? "; each ran at this host's rate within " + percent(worst_rate)
+          : "; rate not measured for " + joined(unrated, ", ");
+  const auto told =
+      std::count_if(facts.begin(), facts.end(), [](const ServerFacts& server) {
+        return server.clock_offset_ms.has_value();
+      });
+  if (told < 2) {
+    check.message =
+        "clocks unknown: fewer than two servers told their TIME"
+        + (untold.empty() ? "" : " (" + joined(untold, ", ") + " refused it)");
+  } else if (!off_rate.empty()) {
+    check.status = CheckStatus::warn;
+    check.message = joined(off_rate, "; ")
+                    + ": a server whose clock runs fast ends the leases it "
+                      "keeps early, by more than the 1% of the TTL rlock "
+                      "allows for; check its time source";
+  } else if (std::chrono::milliseconds(*spread) > allowance) {
+    check.status = CheckStatus::warn;
+    check.message = "the clocks of " + ahead->address + " and "
+                    + behind->address + " differ by "
+                    + format_ms(std::chrono::milliseconds(*spread))
+                    + ", more than " + allowed
+                    + ": clocks this far apart are not kept in step (NTP), "
+                      "and one that runs fast ends the leases it keeps early"
+                    + rates;
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = "the servers' clocks are within "
+                    + format_ms(std::chrono::milliseconds(*spread))
+                    + " of each other, within " + allowed + rates;
+  }
+  return check;
+}
+
 CheckResult
 check_name(const NamedLock& lock,
            const std::string& server,
@@ -984,6 +1358,14 @@ check_name(const NamedLock& lock,
     return check;
   }
   check.status = CheckStatus::ok;
+  if (topology && topology->quorum > 0) {
+    check.values["master"] = nullptr;
+    check.message = head + " on each of the "
+                    + servers_count(topology->quorum_servers.size())
+                    + ", held when " + std::to_string(topology->quorum)
+                    + " of them agree";
+    return check;
+  }
   check.values["master"] = server;
   check.message = head + " on " + server;
   if (topology) {
@@ -1003,9 +1385,10 @@ diagnose(const ServerFacts& facts,
                                   check_replication(facts, deployment.replicas),
                                   check_latency(facts, timing),
                                   check_clock(facts)};
-  if (deployment.topology && !deployment.topology->is_cluster()) {
-    checks.push_back(check_sentinels(*deployment.topology));
-    checks.push_back(check_failover(*deployment.topology, timing));
+  const auto& topology = deployment.topology;
+  if (topology && !topology->is_cluster() && topology->quorum == 0) {
+    checks.push_back(check_sentinels(*topology));
+    checks.push_back(check_failover(*topology, timing));
   }
   return checks;
 }
@@ -1126,6 +1509,28 @@ doctor_exit_code(const std::vector<CheckResult>& checks) {
   return all_ok ? exit_code::k_success : exit_code::k_failure;
 }
 
+namespace {
+
+// Each server of a quorum with its checks, in the order of `facts`; one that
+// did not answer says why.
+std::vector<ServerChecks>
+quorum_checked(const std::vector<ServerFacts>& facts,
+               const lock::LeaseTiming& timing,
+               const DeploymentFacts& deployment) {
+  std::vector<ServerChecks> servers;
+  for (const auto& server : facts) {
+    if (did_not_answer(server)) {
+      servers.push_back({server.address, {}, {}, server.info_error});
+    } else {
+      servers.push_back(
+          {server.address, {}, diagnose(server, timing, deployment), {}});
+    }
+  }
+  return servers;
+}
+
+} // namespace
+
 DoctorReport
 diagnose_all(const std::vector<ServerFacts>& facts,
              const lock::LeaseTiming& timing,
@@ -1134,18 +1539,24 @@ diagnose_all(const std::vector<ServerFacts>& facts,
   DoctorReport report;
   const auto& topology = deployment.topology;
   report.cluster = topology && topology->is_cluster();
+  report.quorum = topology && !report.cluster && topology->quorum > 0;
   if (report.cluster) {
     report.servers = masters_checked(facts, timing, deployment);
+    report.deployment = {check_cluster(*topology),
+                         check_cluster_replicas(*topology),
+                         check_cluster_failover(*topology, timing)};
+  } else if (report.quorum) {
+    report.servers = quorum_checked(facts, timing, deployment);
+    report.deployment = {
+        check_quorum(facts, *topology),
+        check_independent(facts),
+        check_restarts(facts, timing, deployment.restart_grace),
+        check_clocks(facts, timing)};
   } else {
     for (const auto& server : facts) {
       report.servers.push_back(
           {server.address, {}, diagnose(server, timing, deployment), {}});
     }
-  }
-  if (report.cluster) {
-    report.deployment = {check_cluster(*topology),
-                         check_cluster_replicas(*topology),
-                         check_cluster_failover(*topology, timing)};
   }
   if (name) {
     const auto server = facts.empty() ? std::string() : facts.front().address;
@@ -1156,45 +1567,50 @@ diagnose_all(const std::vector<ServerFacts>& facts,
 
 std::string
 format_doctor_text(const DoctorReport& report) {
-  if (!report.cluster) {
+  if (!report.cluster && !report.quorum) {
     return format_doctor_text(flattened(report));
   }
+  const std::string kind = report.cluster ? "master " : "server ";
   std::string text;
   for (const auto& server : report.servers) {
-    text += "master " + server.address
+    text += kind + server.address
             + (server.slots.empty() ? "" : " (slots " + server.slots + ")")
             + (server.error.empty()
                    ? "\n" + format_doctor_text(server.checks)
                    : ": did not answer (" + printable(server.error) + ")\n")
             + "\n";
   }
-  return text + "cluster\n" + format_doctor_text(report.deployment);
+  return text + (report.cluster ? "cluster\n" : "redlock\n")
+         + format_doctor_text(report.deployment);
 }
 
 std::string
 format_doctor_json(const DoctorReport& report) {
-  if (!report.cluster) {
+  if (!report.cluster && !report.quorum) {
     return format_doctor_json(
         report.servers.empty() ? "" : report.servers.front().address,
         flattened(report));
   }
   auto worst = CheckStatus::ok;
-  auto masters = Json::array();
+  auto servers = Json::array();
   for (const auto& server : report.servers) {
     auto server_worst =
         server.error.empty() ? CheckStatus::ok : CheckStatus::fail;
     auto entries = checks_json(server.checks, server_worst);
-    masters.push_back({{"server", server.address},
-                       {"slots", server.slots},
-                       {"status", status_name(server_worst)},
-                       {"checks", entries},
-                       {"error", error_json(server.error)}});
+    Json entry = {{"server", server.address}};
+    if (report.cluster) {
+      entry["slots"] = server.slots;
+    }
+    entry["status"] = status_name(server_worst);
+    entry["checks"] = entries;
+    entry["error"] = error_json(server.error);
+    servers.push_back(std::move(entry));
     worst = rank(server_worst) > rank(worst) ? server_worst : worst;
   }
   auto entries = checks_json(report.deployment, worst);
   return dump({{"status", status_name(worst)},
                {"checks", entries},
-               {"masters", masters}});
+               {report.cluster ? "masters" : "servers", servers}});
 }
 
 int

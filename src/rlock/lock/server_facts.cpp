@@ -7,12 +7,17 @@
 #include <charconv>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 namespace rlock::lock {
 
 namespace {
 
 constexpr int k_pings = 5;
+
+// Between the two TIME samples of the clock rate: long enough that a 1% rate
+// stands well clear of a loopback or LAN round trip.
+constexpr Duration k_rate_interval = std::chrono::milliseconds(250);
 
 // The CONFIG parameters the checks judge.
 constexpr std::array<const char*, 6> k_parameters{"maxmemory-policy",
@@ -165,39 +170,96 @@ integer_in(const redis::Reply& reply) {
   return value;
 }
 
-// The server's TIME against the local clock at the middle of the round trip.
-void
-measure_clock(redis::Connection& connection, ServerFacts& facts) {
-  const auto sent_boot = boot_now();
-  const auto sent_ms = wall_now_ms();
+// One TIME: the server's clock in microseconds since the epoch, and when it
+// was asked and answered here.
+struct TimeSample {
+  std::int64_t server_us = 0;
+  BootTime sent{};
+  BootTime received{};
+  std::int64_t sent_ms = 0; // wall clock here
+  std::int64_t received_ms = 0;
+};
+
+// Asks TIME; returns why it failed, or "" with `sample` filled.
+std::string
+sample_time(redis::Connection& connection, TimeSample& sample) {
+  sample.sent = boot_now();
+  sample.sent_ms = wall_now_ms();
   const auto reply = connection.command({"TIME"});
-  const auto received_ms = wall_now_ms();
-  facts.clock_uncertainty = (boot_now() - sent_boot) / 2;
+  sample.received_ms = wall_now_ms();
+  sample.received = boot_now();
   if (reply.is_error()) {
-    facts.time_error = error_of(reply);
-    return;
+    return error_of(reply);
   }
   const auto seconds = reply.is_array() && reply.elements.size() == 2
                            ? integer_in(reply.elements[0])
                            : std::nullopt;
   const auto micros = seconds ? integer_in(reply.elements[1]) : std::nullopt;
-  if (!micros) {
-    facts.time_error = "unexpected reply";
+  // A broken server's numbers must not overflow.
+  if (!micros || __builtin_mul_overflow(*seconds, 1'000'000, &sample.server_us)
+      || __builtin_add_overflow(sample.server_us, *micros, &sample.server_us)) {
+    return "unexpected reply";
+  }
+  return {};
+}
+
+// The server's TIME against the local clock at the middle of the round trip.
+void
+measure_clock(redis::Connection& connection,
+              ServerFacts& facts,
+              TimeSample& sample) {
+  const auto error = sample_time(connection, sample);
+  facts.clock_uncertainty = (sample.received - sample.sent) / 2;
+  if (!error.empty()) {
+    facts.time_error = error;
     return;
   }
-  std::int64_t server_ms = 0;
+  const std::int64_t server_ms = sample.server_us / 1000;
   std::int64_t offset = 0;
-  // A broken server's numbers must not overflow (nor make llabs undefined).
-  if (__builtin_mul_overflow(*seconds, 1000, &server_ms)
-      || __builtin_add_overflow(server_ms, *micros / 1000, &server_ms)
-      || __builtin_sub_overflow(
-          server_ms, sent_ms + (received_ms - sent_ms) / 2, &offset)
+  // ... nor make llabs undefined.
+  if (__builtin_sub_overflow(server_ms,
+                             sample.sent_ms
+                                 + (sample.received_ms - sample.sent_ms) / 2,
+                             &offset)
       || offset == std::numeric_limits<std::int64_t>::min()) {
     facts.time_error = "unexpected reply";
     return;
   }
   facts.server_time_ms = server_ms;
   facts.clock_offset_ms = offset;
+}
+
+BootTime
+middle(const TimeSample& sample) {
+  return sample.sent + (sample.received - sample.sent) / 2;
+}
+
+// A second TIME k_rate_interval after `first`: how far the server's clock
+// moved while CLOCK_BOOTTIME moved by so much here.
+void
+measure_clock_rate(redis::Connection& connection,
+                   ServerFacts& facts,
+                   const TimeSample& first) {
+  if (!facts.clock_offset_ms) {
+    return;
+  }
+  const auto wait = first.sent + k_rate_interval - boot_now();
+  if (wait > Duration::zero()) {
+    std::this_thread::sleep_for(wait);
+  }
+  TimeSample second;
+  std::int64_t moved_us = 0;
+  // A clock stepped by more than an hour (or a broken reply) is no rate.
+  constexpr std::int64_t k_hour_us = 3'600'000'000;
+  if (!sample_time(connection, second).empty()
+      || __builtin_sub_overflow(second.server_us, first.server_us, &moved_us)
+      || moved_us > k_hour_us || moved_us < -k_hour_us) {
+    return;
+  }
+  facts.clock_rate = ClockRate{
+      middle(second) - middle(first),
+      std::chrono::microseconds(moved_us),
+      (first.received - first.sent + second.received - second.sent) / 2};
 }
 
 } // namespace
@@ -271,8 +333,10 @@ examine_server(redis::Connection& connection) {
   read_version(connection, facts);
   read_role(connection, facts);
   probe_script(connection, facts);
-  measure_clock(connection, facts);
+  TimeSample time;
+  measure_clock(connection, facts, time);
   probe_wait(connection, facts);
+  measure_clock_rate(connection, facts, time);
   return facts;
 }
 

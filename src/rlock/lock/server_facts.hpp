@@ -27,6 +27,14 @@ struct WaitProbe {
   Duration took{};
 };
 
+// Two TIME replies some 250ms apart, for the rate of the server's clock
+// against this host's CLOCK_BOOTTIME.
+struct ClockRate {
+  Duration local{};       // between the two round trips' middles, here
+  Duration server{};      // between the two TIME replies
+  Duration uncertainty{}; // half the two round trips together
+};
+
 // What rlock doctor learned from the server. A value is missing when the
 // command that reads it was refused; the *_error fields say why.
 struct ServerFacts {
@@ -42,6 +50,7 @@ struct ServerFacts {
   std::optional<std::int64_t> clock_offset_ms; // server's TIME - local clock
   Duration clock_uncertainty{};                // half TIME's round trip
   std::string time_error;                      // why TIME failed
+  std::optional<ClockRate> clock_rate;         // when TIME answered twice
   std::optional<WaitProbe> wait_probe;         // a master with replicas
 };
 
