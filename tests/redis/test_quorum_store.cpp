@@ -4,6 +4,7 @@
 #include <rlock/lock/deployment.hpp>
 #include <rlock/lock/quorum_store.hpp>
 #include <rlock/redis/fanout.hpp>
+#include <rlock/redis/subscription.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/random.hpp>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 
 #include <cstdlib>
+#include <thread>
 
 using namespace rlock;
 using namespace std::chrono_literals;
@@ -195,7 +197,13 @@ TEST_CASE("a quorum store: held by another token on 2 of 3 servers is busy, "
                             "acquired_ms", "0",    "renewals", "0"});
     connect_to(db).command({"PEXPIRE", key, "5000"});
   }
+  // Waiters are not woken by the undo: the lock was never ours.
+  auto released = redis::Subscription::open(
+      endpoint_on(0), {}, {lock::keys_for(prefix, "job").released_channel()});
   const auto attempt = attempt_answered(store, "tok-b");
+  connect_to(0).command({"PING"}); // a round trip after the undo's publish
+  std::this_thread::sleep_for(50ms);
+  CHECK(released.take_messages() == 0);
   CHECK_FALSE(attempt.acquired);
   CHECK(attempt.holder == "ann@far:7");
   CHECK(attempt.retry_ms > 0);

@@ -61,10 +61,10 @@ renew_call(const LockKeys& keys,
 }
 
 ScriptCall
-release_call(const LockKeys& keys, const std::string& token) {
+release_call(const LockKeys& keys, const std::string& token, bool wake) {
   return {&redis::k_release_script,
           keys.script_keys(),
-          {token, keys.channel_prefix},
+          {token, keys.channel_prefix, wake ? "wake" : "quiet"},
           "cannot release lock " + quote(keys.name)};
 }
 

@@ -38,7 +38,11 @@ ScriptCall renew_call(const LockKeys& keys,
                       const std::string& token,
                       Duration ttl,
                       RenewMode mode);
-ScriptCall release_call(const LockKeys& keys, const std::string& token);
+// With `wake` false, the release wakes no waiter (the undo of an acquire
+// that was never held).
+ScriptCall release_call(const LockKeys& keys,
+                        const std::string& token,
+                        bool wake = true);
 ScriptCall check_call(const LockKeys& keys, const std::string& token);
 ScriptCall force_release_call(const LockKeys& keys);
 ScriptCall peek_call(const LockKeys& keys);

@@ -407,7 +407,7 @@ QuorumStore::undo(const std::vector<std::size_t>& members,
     return;
   }
   try {
-    round(members, release_call(keys, token), bound);
+    round(members, release_call(keys, token, false), bound);
   } catch (...) {
     // The leases end by themselves.
   }
@@ -703,7 +703,8 @@ void
 QuorumStore::release_quietly(std::string_view name,
                              const std::string& token) noexcept {
   try {
-    undo(all_members(), keys(name), token, k_undo_bound);
+    // It may have been held: the waiters are woken.
+    round(all_members(), release_call(keys(name), token), k_undo_bound);
   } catch (...) {
     // The leases end by themselves.
   }

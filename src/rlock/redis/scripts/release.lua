@@ -1,10 +1,15 @@
 -- Deletes the lock, only for the holder of the token (compare-and-delete),
 -- and wakes the next waiter.
 -- ARGV[1]  the holder's token        ARGV[2]  the channel prefix
+-- ARGV[3]  'quiet' to wake nobody: the undo of an acquire that a quorum of
+--          servers did not grant (the lock was never held, and waking the
+--          waiters would only have them race for it again)
 -- Returns 1 when released, 0 when the lock is not held by this token.
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', KEYS[1])
-wake_next(ARGV[2])
+if ARGV[3] ~= 'quiet' then
+  wake_next(ARGV[2])
+end
 return 1
