@@ -8,6 +8,8 @@ Reads the servers from the environment that bench/run sets:
   BENCH_RLOCK_WHY, BENCH_REDISPY_WHY, BENCH_ETCD_WHY     why not, when empty
   BENCH_SENTINEL_URL, BENCH_SENTINEL_WHY   the redis+sentinel:// URL, or why not
   BENCH_CLUSTER_URL, BENCH_CLUSTER_WHY     the redis+cluster:// URL, or why not
+  BENCH_REDLOCK_URLS, BENCH_REDLOCK_WHY    the Redlock masters' redis:// URLs,
+                                           space-separated, or why not
 Prints the markdown table on stdout and writes it, with the machine facts, to
 FILE. Every loop and wait is bounded; every process it starts leads its own
 process group and is killed (by that group's id) before it returns. How each
@@ -37,15 +39,17 @@ CRITICAL = os.path.join(HERE, "critical.sh")
 WORKER = os.path.join(HERE, "worker.sh")
 REDIS_PY_LOCK = os.path.join(HERE, "redis_py_lock.py")
 
-# The table's columns. rlock-sentinel and rlock-cluster are rlock against a
-# Sentinel topology and a Redis Cluster; they are measured in P1 and P2 only
-# (Tool.metrics).
-TOOLS = ("rlock", "rlock-sentinel", "rlock-cluster", "flock", "etcd", "redis-py")
+# The table's columns. rlock-sentinel, rlock-cluster and rlock-redlock are
+# rlock against a Sentinel topology, a Redis Cluster and a quorum of 5
+# independent masters; they are measured in P1 and P2 only (Tool.metrics).
+TOOLS = ("rlock", "rlock-sentinel", "rlock-cluster", "rlock-redlock", "flock",
+         "etcd", "redis-py")
 TOPOLOGY_METRICS = ("p1", "p2")
 # What each topology column's ratios are to, in this order.
 RATIO_BASES = {
     "rlock-sentinel": ("rlock", "flock"),
     "rlock-cluster": ("rlock", "rlock-sentinel", "flock"),
+    "rlock-redlock": ("rlock", "flock"),
 }
 
 P1_RUNS = 50
@@ -297,8 +301,12 @@ def make_tools(args):
     tools["rlock"] = rlock
 
     for key, var in (("rlock-sentinel", "SENTINEL"), ("rlock-cluster", "CLUSTER")):
-        tools[key] = topology_tool(args, key, env.get(f"BENCH_{var}_URL"),
+        url = env.get(f"BENCH_{var}_URL")
+        tools[key] = topology_tool(args, key, [url] if url else [],
                                    env.get(f"BENCH_{var}_WHY", ""))
+    tools["rlock-redlock"] = topology_tool(
+        args, "rlock-redlock", env.get("BENCH_REDLOCK_URLS", "").split(),
+        env.get("BENCH_REDLOCK_WHY", ""))
 
     flock_bin = shutil.which("flock")
     flock = Tool("flock", bool(flock_bin), "flock not installed")
@@ -326,14 +334,18 @@ def make_tools(args):
     return tools
 
 
-def topology_tool(args, key, url, why):
-    """rlock on a replicated topology at `url` (empty: not started, `why`)."""
-    tool = Tool(key, bool(url), why, metrics=TOPOLOGY_METRICS)
-    if url:
+def topology_tool(args, key, urls, why):
+    """rlock on a topology at `urls`, one --url each (several: a Redlock
+    quorum; none: not started, `why`)."""
+    tool = Tool(key, bool(urls), why, metrics=TOPOLOGY_METRICS)
+    if urls:
         # The topology is seconds old: with the restart grace every acquire
         # would wait until it is 30 s old, which is not what is measured
         # (bench/README.md).
-        tool.prefix = [args.rlock, "--url", url, "--restart-grace", "0"]
+        tool.prefix = [args.rlock]
+        for url in urls:
+            tool.prefix += ["--url", url]
+        tool.prefix += ["--restart-grace", "0"]
     return tool
 
 
@@ -1061,11 +1073,14 @@ def write_results(args, bench, report, table, started, elapsed, load_start):
         "and 3 sentinels on this machine; rlock-cluster with a "
         "`redis+cluster://` URL naming all 6 nodes, against a Redis Cluster "
         "of 3 masters with 1 replica each. On both each acquire waits until "
-        "one replica confirms it (WAIT 1, the default). Both are measured in "
-        "P1 and P2 only and have no target of their own; rlock-sentinel's "
-        "ratios are to the single-server rlock and to flock, "
-        "rlock-cluster's to the single-server rlock, to rlock-sentinel and "
-        "to flock.",
+        "one replica confirms it (WAIT 1, the default). rlock-redlock is "
+        "rlock with `--url` given 5 times, against 5 independent masters "
+        "(no replicas), quorum 3: each acquire sends the script to all 5 at "
+        "once, then writes the highest fence back to every server that "
+        "answered (a second round). The three are measured in P1 and P2 only and have no "
+        "target of their own; rlock-sentinel's and rlock-redlock's ratios "
+        "are to the single-server rlock and to flock, rlock-cluster's to "
+        "the single-server rlock, to rlock-sentinel and to flock.",
         "",
     ]
     if report.missed:
