@@ -40,9 +40,8 @@ ScriptCall renew_call(const LockKeys& keys,
                       RenewMode mode);
 // With `wake` false, the release wakes no waiter (the undo of an acquire
 // that was never held).
-ScriptCall release_call(const LockKeys& keys,
-                        const std::string& token,
-                        bool wake = true);
+ScriptCall
+release_call(const LockKeys& keys, const std::string& token, bool wake = true);
 ScriptCall check_call(const LockKeys& keys, const std::string& token);
 ScriptCall force_release_call(const LockKeys& keys);
 ScriptCall peek_call(const LockKeys& keys);
