@@ -516,23 +516,10 @@ hold_on_every_master() {
 }
 
 @test "--replicas 0 and a TTL longer than the failover: the run goes on on the promoted replica" {
-  local name key old new hb=$BATS_TEST_TMPDIR/hb r start
-  old=$(master_with_replica)
-  name=$(name_on "$old" kept)
-  key=$(lock_key "$name")
   # With one replica per master, the promoted replica has none: a run that
   # required one confirmation stops (the test above); one that required
   # none keeps its lock, since the replica had it.
-  bg "$RLOCK" --replicas 0 -t 12s "$name" bash -c "$(hold_script "$hb" 9)"
-  r=$BG_PID
-  wait_until 10 beating "$hb"
-  start=$EPOCHREALTIME
-  new=$(cluster_failover_by_kill "$CLUSTER_DIR" "$old")
-  note "failover from $old to $new in $(elapsed "$start") s"
-  renewed_on "$key" "$new"
-  run -75 rl -n "$name" true
-  reaped 0 "$r" 30
-  cat "$BATS_TEST_TMPDIR"/bg.*.err
+  promoted_keeps kept
 }
 
 # --- a master lost for good --------------------------------------------------

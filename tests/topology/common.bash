@@ -98,6 +98,29 @@ master_with_replica() {
   return 1
 }
 
+# promoted_keeps STEM: a --replicas 0 run of 9 s (TTL 12 s) on a name STEM<n>
+# whose master has a replica; that master is killed (kill -9) during the
+# hold: the run goes on, renewed on the promoted replica, and exits 0, and a
+# -n run meanwhile is 75.
+promoted_keeps() {
+  local name key old new hb=$BATS_TEST_TMPDIR/hb r start
+  old=$(master_with_replica)
+  name=$(name_on "$old" "$1")
+  key=$(lock_key "$name")
+  bg "$RLOCK" --replicas 0 -t 12s "$name" bash -c "$(hold_script "$hb" 9)"
+  r=$BG_PID
+  wait_until 10 beating "$hb"
+  start=$EPOCHREALTIME
+  new=$(cluster_failover_by_kill "$CLUSTER_DIR" "$old")
+  note "failover from $old to $new in $(elapsed "$start") s"
+  renewed_on "$key" "$new"
+  run -75 rl -n "$name" true
+  reaped 0 "$r" 30 || {
+    cat "$BATS_TEST_TMPDIR"/bg.*.err
+    false
+  }
+}
+
 # --- sentinel: a failover under a hold -----------------------------------------
 
 # kill_round DIR N: round N of a hold on the Sentinel topology in DIR (the
