@@ -240,14 +240,24 @@ one_warning_about() {
   key_absent "$(lock_key 'rel')"
   run -1 --separate-stderr rl release --token "$TOKEN" rel
   one_warning_about rel
+  [[ $stderr == *"is not held by this token: it is free"* ]]
 }
 
-@test "release with another token: exit 1, a warning, the lock stays" {
+@test "release with another token: exit 1, a warning naming who holds it, the lock stays" {
   take rel
   run -1 --separate-stderr rl release --token 0123456789abcdef0123456789abcdef rel
   [ -z "$output" ]
   one_warning_about rel
+  [[ $stderr == *"is not held by this token: it is held by $me:"* ]]
   [ "$(field rel token)" = "$TOKEN" ]
+}
+
+@test "release after the lease ran out: exit 1, a warning that the lock is free" {
+  take lapsed -t 200ms
+  sleep 0.4
+  run -1 --separate-stderr rl release --token "$TOKEN" lapsed
+  one_warning_about lapsed
+  [[ $stderr == *"is not held by this token: it is free (the lease ran out"* ]]
 }
 
 @test "release --force breaks anyone's lock and names the holder on stderr" {

@@ -203,6 +203,12 @@ ran=ran # the marker file the command would create (cwd is the test dir)
   usage_error "unknown option" "'--bogus'" -- --bogus name touch $ran
 }
 
+@test "two unknown options: the first one named, as typed" {
+  run -64 --separate-stderr rl --exclusive --nb name touch "$ran"
+  [ "$stderr" = "rlock: unknown option '--exclusive' (try 'rlock --help')" ]
+  [ ! -e "$ran" ]
+}
+
 @test "unknown short option" {
   usage_error "'-Z'" -- -Z name touch $ran
 }
@@ -245,6 +251,18 @@ ran=ran # the marker file the command would create (cwd is the test dir)
   [[ $output == *rlock* ]]
   [[ $output == *status* ]]
   [ -z "$stderr" ]
+}
+
+@test "every --help separates its groups by one blank line, never two" {
+  local command
+  for command in "" status acquire extend release check wait doctor; do
+    run -0 --separate-stderr rl $command --help
+    [[ $output == *$'\n\n'* ]]
+    [[ $output != *$'\n\n\n'* ]] || {
+      echo "rlock $command --help has two blank lines in a row"
+      return 1
+    }
+  done
 }
 
 @test "--version prints on stdout and exits 0" {

@@ -54,7 +54,7 @@ run(const ExtendOptions& options) {
                                     options.token,
                                     options.length.value_or(Duration::zero()),
                                     lock::RenewMode::at_least);
-  return renewal.held ? exit_code::k_success : not_held(options.name);
+  return renewal.held ? exit_code::k_success : not_held(*store, options.name);
 }
 
 } // namespace rlock::cli

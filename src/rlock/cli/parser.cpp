@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
+#include <sstream>
 
 namespace rlock::cli {
 
@@ -37,6 +39,21 @@ is_subcommand(std::string_view word) {
 
 class Formatter : public CLI::Formatter {
 public:
+  // CLI11 starts each group with a blank line and also ends all but the
+  // last with one: two between groups. One is enough. (The positionals
+  // come before the groups and get no line after them from CLI11.)
+  std::string
+  make_group(std::string group,
+             bool is_positional,
+             std::vector<const CLI::Option*> opts) const override {
+    auto text = CLI::Formatter::make_group(
+        std::move(group), is_positional, std::move(opts));
+    if (text.starts_with('\n')) {
+      text.erase(0, 1);
+    }
+    return is_positional ? text + "\n" : text;
+  }
+
   std::string
   make_usage(const CLI::App* app, std::string) const override {
     if (app->get_parent() != nullptr) {
@@ -151,6 +168,24 @@ throw_if_flag_given_value(const CLI::App& app,
   }
 }
 
+// CLI11 names every argument it did not expect, space-separated (in the
+// reversed order it parsed them in): returns the first of them as typed.
+std::string
+first_as_typed(const std::string& extras,
+               const std::vector<std::string>& given) {
+  std::set<std::string> unexpected;
+  std::istringstream words(extras);
+  for (std::string word; words >> word;) {
+    unexpected.insert(word);
+  }
+  for (const auto& arg : given) {
+    if (unexpected.count(arg) != 0) {
+      return arg;
+    }
+  }
+  return extras;
+}
+
 // Runs CLI11 on `args`; returns help text when help was asked for.
 std::optional<std::string>
 run_cli11(CLI::App& app, std::vector<std::string> args) {
@@ -169,9 +204,10 @@ run_cli11(CLI::App& app, std::vector<std::string> args) {
       const auto parsed = app.get_subcommands();
       throw_if_flag_given_value(parsed.empty() ? app : *parsed.front(), given);
     }
+    const auto first = first_as_typed(extra, given);
     throw_usage(
-        (extra.starts_with('-') ? "unknown option " : "unexpected argument ")
-        + quote(extra) + std::string(k_try_help));
+        (first.starts_with('-') ? "unknown option " : "unexpected argument ")
+        + quote(first) + std::string(k_try_help));
   } catch (const CLI::ArgumentMismatch& e) {
     // CLI11 says "--ttl: 1 required D missing".
     const std::string message = e.what();

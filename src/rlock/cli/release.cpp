@@ -86,7 +86,7 @@ run(const ReleaseOptions& options) {
                       "releases it when the command ends");
   }
   return store->release(options.name, options.token) ? exit_code::k_success
-                                                     : not_held(options.name);
+                                                     : not_held(*store, options.name);
 }
 
 } // namespace rlock::cli

@@ -26,8 +26,21 @@ waiting_store(const ServerOptions& server,
 }
 
 int
-not_held(const std::string& name) {
-  log::warning("lock " + quote(name) + " is not held by this token");
+not_held(lock::LockStore& store, const std::string& name) {
+  std::string whose;
+  try {
+    const auto now = store.peek(name);
+    whose = now.acquired ? "it is free (the lease ran out, or it was "
+                           "released or broken)"
+                         : "it is held by " + printable(now.holder)
+                               + (now.command.empty()
+                                      ? std::string()
+                                      : " (" + printable(now.command) + ")");
+  } catch (const Error&) {
+    // Who holds it is extra; the answer stands without it.
+  }
+  log::warning("lock " + quote(name) + " is not held by this token"
+               + (whose.empty() ? "" : ": " + whose));
   return exit_code::k_failure;
 }
 

@@ -19,7 +19,8 @@ std::unique_ptr<lock::LockStore> waiting_store(const ServerOptions& server,
                                                const WaitingOptions& waiting,
                                                log::Level log_level);
 
-// Warns that `name` is not held by the token given; returns 1.
-int not_held(const std::string& name);
+// Warns that `name` is not held by the token given, saying whether it is
+// free or whose it is now; returns 1.
+int not_held(lock::LockStore& store, const std::string& name);
 
 } // namespace rlock::cli
