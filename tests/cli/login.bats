@@ -65,6 +65,18 @@ no_secret() {
     --password-file password n true
 }
 
+@test "redis://ci@host with a password given another way logs in as user ci; alone, ci is the password" {
+  local url=redis://ci@127.0.0.1:$REDIS_PORT
+  # Only user ci logs in with $SECRET; the default user's password is "ci".
+  redis_cli acl setuser default on resetpass '>ci' >/dev/null
+  export REDISCLI_AUTH=ci # for redis_cli from here on (teardown)
+  run -0 env -u REDISCLI_AUTH "$RLOCK" --url "$url" --password-file password n true
+  run -0 env -u REDISCLI_AUTH RLOCK_PASSWORD="$SECRET" "$RLOCK" --url "$url" n true
+  run -0 env REDISCLI_AUTH="$SECRET" "$RLOCK" --url "$url" n true
+  # Alone, "ci" is the password, as redis-cli reads it: the default user's.
+  run -0 env -u REDISCLI_AUTH "$RLOCK" --url "$url" n true
+}
+
 @test "the default user's password, without a user in the URL" {
   redis_cli acl setuser default on ">$SECRET" >/dev/null
   export REDISCLI_AUTH=$SECRET # for redis_cli from here on, and for rlock

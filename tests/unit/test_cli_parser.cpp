@@ -515,3 +515,22 @@ TEST_CASE("a quorum's usage errors name the option and the value") {
         == "--url: 'redis://b:2' is named twice (a quorum needs independent "
            "servers)");
 }
+
+TEST_CASE("redis://word@host: the password, unless one comes another way, "
+          "then the user") {
+  auto server = parse_run({"--url", "redis://alice@h:1", "x", "true"}).server;
+  CHECK(server.endpoint.user.empty());
+  CHECK(server.endpoint.password == "alice");
+  Environment environment;
+  environment.rlock_password = "pw";
+  server = parse_run({"--url", "redis://alice@h:1", "x", "true"}, environment)
+               .server;
+  CHECK(server.endpoint.user == "alice");
+  CHECK(server.endpoint.password == "pw");
+  // A URL with both keeps its own password.
+  server =
+      parse_run({"--url", "redis://bob:url-pw@h:1", "x", "true"}, environment)
+          .server;
+  CHECK(server.endpoint.user == "bob");
+  CHECK(server.endpoint.password == "url-pw");
+}

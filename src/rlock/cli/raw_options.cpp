@@ -277,19 +277,28 @@ read_password_file(const std::string& path, const std::string& option) {
   return line;
 }
 
-std::string
-password_of(const RawOptions& raw,
-            const std::string& url_password,
-            const Environment& environment) {
+// Sets `endpoint`'s login: --password-file, else the URL's password, else
+// $RLOCK_PASSWORD, else $REDISCLI_AUTH. A URL's login of one word
+// (redis://word@host) is the password, as redis-cli reads it, unless a
+// password comes from one of the others: then it is the user.
+void
+set_login(const RawOptions& raw,
+          const Environment& environment,
+          redis::Endpoint& endpoint) {
+  std::optional<std::string> given;
   if (raw.password_file) {
-    return read_password_file(*raw.password_file, "--password-file");
+    given = read_password_file(*raw.password_file, "--password-file");
+  } else if (environment.rlock_password) {
+    given = environment.rlock_password;
+  } else if (environment.rediscli_auth) {
+    given = environment.rediscli_auth;
   }
-  if (!url_password.empty()) {
-    return url_password;
+  if (endpoint.login_one_word && given) {
+    endpoint.user = endpoint.password;
+    endpoint.password = *given;
+  } else if (raw.password_file || endpoint.password.empty()) {
+    endpoint.password = given.value_or("");
   }
-  return environment.rlock_password  ? *environment.rlock_password
-         : environment.rediscli_auth ? *environment.rediscli_auth
-                                     : std::string();
 }
 
 // Returns `path` when it names a file that can be read.
@@ -447,8 +456,7 @@ member_of(const redis::DeploymentUrl& url,
   ServerOptions::QuorumMember member;
   const bool sentinel = url.kind == redis::TopologyKind::sentinel;
   member.endpoint = sentinel ? url.data_node(redis::HostPort{}) : url.endpoint;
-  member.endpoint.password =
-      password_of(raw, member.endpoint.password, environment);
+  set_login(raw, environment, member.endpoint);
   if (sentinel) {
     member.sentinel = sentinel_master_of(
         url, sentinel_password_of(raw, environment), member.endpoint);
@@ -542,8 +550,7 @@ server_of(const RawOptions& raw, const Environment& environment) {
   server.endpoint = sentinel || cluster
                         ? deployment.data_node(redis::HostPort{})
                         : deployment.endpoint;
-  server.endpoint.password =
-      password_of(raw, server.endpoint.password, environment);
+  set_login(raw, environment, server.endpoint);
   if (sentinel) {
     server.sentinel = sentinel_master_of(
         deployment, sentinel_password_of(raw, environment), server.endpoint);

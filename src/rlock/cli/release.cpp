@@ -85,8 +85,9 @@ run(const ReleaseOptions& options) {
                     + " is held by the rlock running this command, which "
                       "releases it when the command ends");
   }
-  return store->release(options.name, options.token) ? exit_code::k_success
-                                                     : not_held(*store, options.name);
+  return store->release(options.name, options.token)
+             ? exit_code::k_success
+             : not_held(*store, options.name);
 }
 
 } // namespace rlock::cli

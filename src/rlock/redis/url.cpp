@@ -81,6 +81,7 @@ parse_userinfo(std::string_view userinfo, Endpoint& endpoint) {
     // redis://secret@host is the common way to give only a password.
     endpoint.password = endpoint.user;
     endpoint.user.clear();
+    endpoint.login_one_word = true;
   }
   return std::nullopt;
 }
@@ -333,6 +334,7 @@ parse_list_url(std::string_view rest, DeploymentUrl& deployment) {
     }
     deployment.user = login.user;
     deployment.password = login.password;
+    deployment.login_one_word = login.login_one_word;
     hosts = hosts.substr(at + 1);
   }
   if (hosts.find_first_of("?#") != std::string_view::npos
@@ -516,6 +518,7 @@ DeploymentUrl::data_node(const HostPort& node) const {
   result.db = db;
   result.user = user;
   result.password = password;
+  result.login_one_word = login_one_word;
   result.tls = tls;
   return result;
 }

@@ -17,6 +17,10 @@ struct Endpoint {
   std::string user;     // ACL user, empty for the default user
   std::string password; // empty for no AUTH
   bool tls = false;     // rediss://
+  // The URL's login was one word without a colon (redis://word@host):
+  // `password` holds it, as redis-cli reads it; a password given another way
+  // makes it the user instead.
+  bool login_one_word = false;
 
   bool
   is_unix() const {
@@ -68,6 +72,7 @@ struct DeploymentUrl {
   int db = 0;                  // always 0 for cluster
   std::string user;            // ACL user, empty for the default user
   std::string password;        // empty for no AUTH
+  bool login_one_word = false; // as Endpoint::login_one_word
   bool tls = false; // rediss[+...]://: TLS to every node, sentinels too
 
   // Returns the endpoint of the data node at `node` (the master a sentinel
