@@ -3,6 +3,7 @@
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/text.hpp>
 
 #include <charconv>
 
@@ -178,7 +179,7 @@ void
 decode_lock_state(LockState& state,
                   const redis::Reply& hash,
                   const redis::Reply& pttl) {
-  const std::string what = "cannot read lock " + state.key;
+  const std::string what = "cannot read lock " + printable(state.key);
   redis::throw_if_error(hash, what);
   redis::throw_if_error(pttl, what);
   const auto ttl = redis::integer_of(pttl, what);
@@ -196,7 +197,7 @@ decode_lock_state(LockState& state,
 
 std::int64_t
 decode_waiters(const redis::Reply& reply, const std::string& key) {
-  redis::throw_if_error(reply, "cannot read the queue of " + key);
+  redis::throw_if_error(reply, "cannot read the queue of " + printable(key));
   return redis::integer_of(reply, "ZCOUNT");
 }
 
