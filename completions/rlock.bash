@@ -283,6 +283,7 @@ _rlock()
       --quorum --tls-ca --tls-cert --tls-key --tls-server-name
       --tls-insecure --hold --once-per --events
       -v --verbose -q --quiet -h --help -V --version
+      -x -e --exclusive --nb --nonblocking -o --close
     )
     # Not an option: the subcommand or NAME.
     if [[ $cur != -* ]]; then

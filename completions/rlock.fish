@@ -226,6 +226,11 @@ complete -c rlock -n $opts -s q -l quiet -d 'nothing but errors on stderr'
 complete -c rlock -n $opts -s h -l help -d 'print the help and exit'
 complete -c rlock -n $opts -l events -r -F -d 'lifecycle events as JSON lines to FILE (- for stderr)'
 complete -c rlock -n $opts -s V -l version -d 'print the version and exit'
+complete -c rlock -n $opts -s x -l exclusive -d 'accepted: the lock is always exclusive'
+complete -c rlock -n $opts -s e -d 'accepted: the lock is always exclusive'
+complete -c rlock -n $opts -l nb -d 'the same as -n'
+complete -c rlock -n $opts -l nonblocking -d 'the same as -n'
+complete -c rlock -n $opts -s o -l close -d 'accepted: COMMAND gets no lock descriptor'
 
 # After NAME in run mode: COMMAND [ARG...], or -c STR.
 complete -c rlock -n '__rlock_at after-name' -a '(__fish_complete_command)'

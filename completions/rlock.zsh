@@ -247,6 +247,9 @@ _rlock() {
       $_rlock_help_option \
       '--events=[lifecycle events as JSON lines to FILE (- for stderr)]:file:_files' \
       '(- *)'{-V,--version}'[print the version and exit]' \
+      '(-x -e --exclusive)'{-x,-e,--exclusive}'[accepted: the lock is always exclusive]' \
+      '(-n --nonblock --nb --nonblocking -w --wait --timeout)'{--nb,--nonblocking}'[the same as -n]' \
+      '(-o --close)'{-o,--close}'[accepted: COMMAND gets no lock descriptor]' \
       $first && ret=0
     return ret
   fi

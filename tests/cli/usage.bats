@@ -204,8 +204,8 @@ ran=ran # the marker file the command would create (cwd is the test dir)
 }
 
 @test "two unknown options: the first one named, as typed" {
-  run -64 --separate-stderr rl --exclusive --nb name touch "$ran"
-  [ "$stderr" = "rlock: unknown option '--exclusive' (try 'rlock --help')" ]
+  run -64 --separate-stderr rl --exclusiv --nbx name touch "$ran"
+  [ "$stderr" = "rlock: unknown option '--exclusiv' (try 'rlock --help')" ]
   [ ! -e "$ran" ]
 }
 

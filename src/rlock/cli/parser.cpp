@@ -186,9 +186,10 @@ first_as_typed(const std::string& extras,
   return extras;
 }
 
-// Runs CLI11 on `args`; returns help text when help was asked for.
+// Runs CLI11 on `args` (run mode's options when `run_mode`); returns help
+// text when help was asked for.
 std::optional<std::string>
-run_cli11(CLI::App& app, std::vector<std::string> args) {
+run_cli11(CLI::App& app, std::vector<std::string> args, bool run_mode) {
   const auto given = args;
   std::reverse(args.begin(), args.end());
   try {
@@ -205,6 +206,9 @@ run_cli11(CLI::App& app, std::vector<std::string> args) {
       throw_if_flag_given_value(parsed.empty() ? app : *parsed.front(), given);
     }
     const auto first = first_as_typed(extra, given);
+    if (auto advice = run_mode ? flock_option_advice(first) : std::nullopt) {
+      throw_usage(*advice);
+    }
     throw_usage(
         (first.starts_with('-') ? "unknown option " : "unexpected argument ")
         + quote(first) + std::string(k_try_help));
@@ -276,7 +280,8 @@ parse_command_line(const std::vector<std::string>& args,
   if (subcommand) {
     check_options_before(*app, split);
   }
-  if (auto help = run_cli11(*app, subcommand ? args : split.options)) {
+  if (auto help =
+          run_cli11(*app, subcommand ? args : split.options, !subcommand)) {
     return InfoRequest{*help};
   }
   if (raw.version) {

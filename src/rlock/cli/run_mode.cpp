@@ -5,11 +5,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cctype>
+
 namespace rlock::cli {
 
 namespace {
 
 using detail::k_try_help;
+
+// True for NAMEs like the 9 of `flock -n 9`, flock's lock-a-descriptor form.
+bool
+is_descriptor_number(const std::string& name) {
+  return !name.empty()
+         && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+              return std::isdigit(c) != 0;
+            });
+}
 
 std::vector<std::string>
 command_of(const std::string& name,
@@ -41,7 +53,10 @@ command_of(const std::string& name,
   }
   if (rest.empty()) {
     throw_usage("missing COMMAND after NAME " + quote(name)
-                + std::string(k_try_help));
+                + (is_descriptor_number(name)
+                       ? "; flock's FD form has no counterpart in rlock: see "
+                         "'Coming from flock' in rlock(1)"
+                       : std::string(k_try_help)));
   }
   return rest;
 }
@@ -66,7 +81,42 @@ kill_signal_of(const std::optional<std::string>& text) {
               : defaults::k_kill_signal;
 }
 
+// flock(1)'s spellings that mean what rlock does anyway: accepted, listed in
+// --help, and otherwise ignored.
+void
+add_flock_options(CLI::App& app, detail::RawOptions& raw) {
+  const std::string flock = "flock(1) spellings";
+  app.add_flag("-x,-e,--exclusive")
+      ->description("accepted: the lock is always exclusive")
+      ->group(flock);
+  app.add_flag("--nb,--nonblocking", raw.nonblock, "the same as -n")
+      ->group(flock);
+  app.add_flag("-o,--close")
+      ->description("accepted: COMMAND gets no lock descriptor")
+      ->group(flock);
+}
+
 } // namespace
+
+std::optional<std::string>
+flock_option_advice(const std::string& option) {
+  if (option == "-s" || option == "--shared") {
+    return option
+           + ": shared (read) locks are not available yet; without it the "
+             "lock is exclusive";
+  }
+  if (option == "-u" || option == "--unlock") {
+    return option
+           + ": rlock releases the lock itself when COMMAND ends; to release "
+             "one taken with 'rlock acquire', use 'rlock release NAME'";
+  }
+  if (option == "-F" || option == "--no-fork") {
+    return option
+           + ": rlock must stay running to renew the lease, so COMMAND "
+             "always runs as its child; leave it out";
+  }
+  return std::nullopt;
+}
 
 void
 add_run_options(CLI::App& app, detail::RawOptions& raw) {
@@ -119,6 +169,7 @@ add_run_options(CLI::App& app, detail::RawOptions& raw) {
       ->type_name("FILE")
       ->group("Output");
   detail::add_version_flag(app, raw);
+  add_flock_options(app, raw);
 }
 
 RunOptions

@@ -4,6 +4,7 @@
 #include <rlock/cli/options.hpp>
 #include <rlock/cli/raw_options.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@ namespace rlock::cli {
 
 // Adds run mode's options to the top-level app.
 void add_run_options(CLI::App& app, detail::RawOptions& raw);
+
+// Returns what to use instead of a flock(1) option that rlock refuses
+// (`option` as typed: -s, --unlock, ...), nothing for any other option.
+std::optional<std::string> flock_option_advice(const std::string& option);
 
 // Checks what was typed and returns run mode's options; `rest` is what
 // follows NAME: the command, or -c STR.
