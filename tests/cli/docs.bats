@@ -330,8 +330,7 @@ skips_values() {
 }
 
 @test "bash completion with bash-completion loaded: the same options" {
-  [[ -r /usr/share/bash-completion/bash_completion ]] ||
-    skip "bash-completion not installed (packaging/install-deps bash-completion)"
+  need_file /usr/share/bash-completion/bash_completion bash-completion
   completes_options bash_complete --bash-completion
   skips_values bash_complete --bash-completion
 }
@@ -469,8 +468,7 @@ common_cases() {
 }
 
 @test "bash completion with bash-completion loaded: the same" {
-  [[ -r /usr/share/bash-completion/bash_completion ]] ||
-    skip "bash-completion not installed (packaging/install-deps bash-completion)"
+  need_file /usr/share/bash-completion/bash_completion bash-completion
   common_cases bash_complete --bash-completion
   offers bash_complete --bash-completion 'rlock --kill-signal=SIGT' -- SIGTERM
   offers bash_complete --bash-completion 'rlock --url=re' -- redis+cluster:// redis+sentinel:// redis:// rediss+cluster:// rediss+sentinel:// rediss://
@@ -550,8 +548,10 @@ names_setup() {
 }
 
 @test "bash completion: lock NAMEs from the server" {
-  grep -q '^_rlock_names()' "$ROOT/completions/rlock.bash" ||
-    skip "completions/rlock.bash does not complete NAMEs from the server (no _rlock_names)"
+  grep -q '^_rlock_names()' "$ROOT/completions/rlock.bash" || {
+    echo "completions/rlock.bash does not complete NAMEs from the server (no _rlock_names)"
+    return 1
+  }
   names_setup
   SPACED='deploy\ staging' names_cases bash_complete --bash-completion
 }

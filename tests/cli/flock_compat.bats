@@ -8,8 +8,8 @@
 # unless -E says otherwise.
 
 # The rows are expanded with eval (SC2016: $LOCK and $MARK on purpose);
-# `run` sets output and stderr (SC2154).
-# shellcheck disable=SC2016,SC2154
+# `run` sets output and stderr (SC2154); RLOCK comes from helpers (SC2153).
+# shellcheck disable=SC2016,SC2154,SC2153
 
 bats_require_minimum_version 1.5.0
 

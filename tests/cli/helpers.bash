@@ -158,6 +158,18 @@ not() {
   ! "$@"
 }
 
+# need_file PATH PACKAGE: skip the test when PATH is missing, except in CI
+# (CI=true or RLOCK_REQUIRE_REDIS=1), where `make test` installs PACKAGE
+# and a skip would count as a pass: fail there.
+need_file() {
+  [[ -e $1 ]] && return 0
+  if redis_skip_allowed; then
+    skip "$1 not found (packaging/install-deps $2)"
+  fi
+  echo "$1 not found, and CI requires it (packaging/install-deps $2)" >&2
+  return 1
+}
+
 now_ms() {
   local t
   t=$(date +%s%N)

@@ -307,7 +307,7 @@ screen_has() {
 
 @test "status --watch redraws in a terminal until C-c, then exits 0" {
   local cmd rc=$BATS_TEST_TMPDIR/watch.rc
-  command -v tmux >/dev/null || skip "tmux is not installed"
+  need_file /usr/bin/tmux tmux
   TMUX_SOCK=$BATS_TEST_TMPDIR/tmux.sock
   plant backup 1 db1 1 root 41 'pg_dump -Fc db'
   # bash writes rlock's exit status to a file. (Not remain-on-exit and

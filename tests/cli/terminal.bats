@@ -11,7 +11,7 @@ load helpers
 
 setup() {
   common_setup
-  command -v script >/dev/null || skip "script(1) is not installed"
+  need_file /usr/bin/script bsdutils
 }
 
 # in_pty CMD: runs the shell command CMD with a pty as its terminal.
