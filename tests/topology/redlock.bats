@@ -546,6 +546,27 @@ hold_shown() {
   [[ -n $TOKEN ]]
 }
 
+@test "--once-per over 5 servers: the mark is on all 5; with 2 restarted empty, then 2 others down, a second run in the slot still skips (75)" {
+  local log=$BATS_TEST_TMPDIR/ran.log port slot
+  run -0 --separate-stderr "$RLOCK" --once-per 1h daily sh -c 'echo first >>"$1"' _ "$log"
+  for port in "${PORTS[@]}"; do
+    [ -n "$(topology_cli "$port" get "$(once_key daily)")" ]
+  done
+  slot=$(topology_cli "${PORTS[0]}" get "$(once_key daily)")
+  restart_empty "${PORTS[0]}"
+  restart_empty "${PORTS[1]}"
+  run -75 --separate-stderr "$RLOCK" --once-per 1h daily sh -c 'echo second >>"$1"' _ "$log"
+  kill_nodes "${PORTS[2]}" "${PORTS[3]}"
+  run -75 --separate-stderr "$RLOCK" --once-per 1h daily sh -c 'echo third >>"$1"' _ "$log"
+  # Unless the hour turned meanwhile (then the runs were in a new slot).
+  [[ $(topology_cli "${PORTS[4]}" get "$(once_key daily)") == "$slot" ]] || {
+    echo "an hour boundary passed during the test: the slots differ" >&2
+    return 1
+  }
+  [ "$(cat "$log")" = first ]
+  revive_all
+}
+
 @test "status: the redlock: line and a SERVERS column; 4 reachable with one killed" {
   local row
   hold_shown
