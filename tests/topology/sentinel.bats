@@ -415,3 +415,32 @@ role_is() {
   ((rc == 0))
   [[ -e ran ]]
 }
+
+@test "a Sentinel URL as one member of a Redlock quorum with 2 plain masters: the lock on the named master and on both, one token, gone after" {
+  local dir=$BATS_FILE_TMPDIR/quorum-members master key port token
+  local -a plain
+  redlock_start "$dir" 2
+  read -ra plain <<<"$REDLOCK_PORTS"
+  master=$(sentinel_master_port "$SHARED_DIR")
+  key=$(lock_key mixed)
+  bg "$RLOCK" --url "$RLOCK_SENTINEL_URL" --url "redis://127.0.0.1:${plain[0]}/0" \
+    --url "redis://127.0.0.1:${plain[1]}/0" --replicas 0 mixed sleep 30
+  wait_until 10 held_on "$key" "$master"
+  token=$(topology_cli "$master" hget "$key" token)
+  [ -n "$token" ]
+  for port in "${plain[@]}"; do
+    wait_until 10 held_on "$key" "$port"
+    [ "$(topology_cli "$port" hget "$key" token)" = "$token" ]
+  done
+  run -0 rl --url "$RLOCK_SENTINEL_URL" --url "redis://127.0.0.1:${plain[0]}/0" \
+    --url "redis://127.0.0.1:${plain[1]}/0" status mixed
+  [[ ${lines[0]} == "redlock: "* ]]
+  run -75 rl --url "$RLOCK_SENTINEL_URL" --url "redis://127.0.0.1:${plain[0]}/0" \
+    --url "redis://127.0.0.1:${plain[1]}/0" -n mixed true
+  kill -TERM "$BG_PID"
+  reap "$BG_PID" || (($? == 143))
+  for port in "$master" "${plain[@]}"; do
+    wait_until 10 not held_on "$key" "$port"
+  done
+  topology_stop "$dir"
+}
