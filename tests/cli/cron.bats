@@ -60,7 +60,7 @@ same_slot() {
   fi
 }
 
-# marked NAME SLOT: NAME's --once-per mark is SLOT (of 1h); the test is
+# marked NAME SLOT: NAME's --once-per mark is SLOT (of 1h); the test
 # fails naming the boundary when an hour passed.
 marked() {
   local got
