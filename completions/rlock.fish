@@ -196,7 +196,7 @@ complete -c rlock -n $opts -a '(__rlock_names)' -d 'lock'
 complete -c rlock -n '__rlock_at name' -a '(__rlock_names)' -d 'lock'
 
 complete -c rlock -n $opts -s t -l ttl -x -a $durations -d 'lease length, renewed every TTL/3 (30s)'
-complete -c rlock -n $opts -s c -l command -x -a '(__fish_complete_command)' -d 'run STR with /bin/sh -c'
+complete -c rlock -n $opts -s c -l command -x -a '(__fish_complete_command)' -d 'run STR with $SHELL -c (/bin/sh)'
 complete -c rlock -n $opts -l kill-signal -x -a '(__rlock_signals)' -d 'to the command\'s group on lock loss (TERM)'
 complete -c rlock -n $opts -l kill-after -x -a $durations -d 'then SIGKILL after D (TTL/6, at most 10s)'
 complete -c rlock -n $opts -l hold -x -a $durations -d 'keep the lock at least D after acquiring it'
@@ -234,7 +234,7 @@ complete -c rlock -n $opts -s o -l close -d 'accepted: COMMAND gets no lock desc
 
 # After NAME in run mode: COMMAND [ARG...], or -c STR.
 complete -c rlock -n '__rlock_at after-name' -a '(__fish_complete_command)'
-complete -c rlock -n '__rlock_at after-name' -a '(__rlock_c_option)' -d 'run STR with /bin/sh -c'
+complete -c rlock -n '__rlock_at after-name' -a '(__rlock_c_option)' -d 'run STR with $SHELL -c (/bin/sh)'
 complete -c rlock -n '__rlock_at shell-command' -a '(__fish_complete_command)'
 complete -c rlock -n '__rlock_at command' -a '(__rlock_complete_command (__rlock_state | string split " ")[2])'
 

@@ -236,7 +236,7 @@ _rlock() {
     (( name == CURRENT && _rlock_dashdash )) && first=('1: :_rlock_names')
     _arguments -s -S : \
       '(-t --ttl)'{-t+,--ttl=}'[lease length, renewed every TTL/3 (30s)]:duration:_rlock_durations' \
-      '(-c --command)'{-c+,--command=}'[run STR with /bin/sh -c]:shell command:_cmdstring' \
+      '(-c --command)'{-c+,--command=}'[run STR with $SHELL -c (/bin/sh)]:shell command:_cmdstring' \
       '--kill-signal=[to the command'\''s group on lock loss (TERM)]:signal:_rlock_signals' \
       '--kill-after=[then SIGKILL after D (TTL/6, at most 10s)]:duration:_rlock_durations' \
       '--hold=[keep the lock at least D after acquiring it]:duration:_rlock_durations' \
@@ -280,7 +280,7 @@ _rlock() {
   local next=${(Q)words[name+1]}
   if (( CURRENT == name + 1 )); then
     if [[ $PREFIX == -* ]]; then
-      local -a c_opts=('-c:run STR with /bin/sh -c' '--command:run STR with /bin/sh -c')
+      local -a c_opts=('-c:run STR with $SHELL -c (/bin/sh)' '--command:run STR with $SHELL -c (/bin/sh)')
       _describe -t options 'option' c_opts
     else
       _command_names -e

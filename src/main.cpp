@@ -78,7 +78,8 @@ main(int argc, char** argv) {
                                               env("RLOCK_NAME"),
                                               env("RLOCK_RESTART_GRACE"),
                                               env("RLOCK_SENTINEL_PASSWORD"),
-                                              env("RLOCK_REPLICAS")};
+                                              env("RLOCK_REPLICAS"),
+                                              env("SHELL")};
     const int code = close_stdout(rlock::cli::run_command(
         rlock::cli::parse_command_line(args, environment)));
     if (const int signal = rlock::proc::pending_end_signal()) {

@@ -40,6 +40,12 @@ NONBLOCKING_ROWS=(
   '-n "$LOCK" --command "touch $MARK; exit 4"'
   '-n "$LOCK" sh -c "touch $MARK; exit 5"'
   '-n -E 7 "$LOCK" -c "touch $MARK"'
+  '-w .3 "$LOCK" touch "$MARK"'
+  '--timeout=.3 "$LOCK" touch "$MARK"'
+  '-n -w 10 "$LOCK" touch "$MARK"'
+  '-w 10 -n "$LOCK" touch "$MARK"'
+  '--nonblock=yes "$LOCK" touch "$MARK"'
+  '--nonblocking=1 "$LOCK" touch "$MARK"'
 )
 
 # Lines that wait for the lock: run with the lock free only.
@@ -135,6 +141,24 @@ hold_both() {
   [ "$(run_line flock '-n "$LOCK" touch "$MARK"')" = "1 skipped" ]
   [ "$(run_line "$RLOCK" '-n "$LOCK" touch "$MARK"')" = "75 skipped" ]
   [ "$(run_line "$RLOCK" '-E 42 -w 0.3 "$LOCK" touch "$MARK"')" = "42 skipped" ]
+}
+
+@test "-c runs \$SHELL -c, as flock does; /bin/sh without it" {
+  local row='"$LOCK" -c "[[ 1 == 1 ]] && touch $MARK && echo \$0"'
+  [ "$(SHELL=/bin/bash run_line flock "$row")" = "0 ran, with output" ]
+  [ "$(SHELL=/bin/bash run_line "$RLOCK" "$row")" = "0 ran, with output" ]
+  SHELL=/bin/bash run -0 rl "$LOCK" -c 'echo $0'
+  [ "$output" = /bin/bash ]
+  run -0 env -u SHELL "$RLOCK" "$LOCK" -c 'echo $0'
+  [ "$output" = /bin/sh ]
+}
+
+@test "-n wins over -w, as in flock: on a held lock, 75 at once and nothing on stderr" {
+  hold_both
+  run -75 --separate-stderr rl -n -w 10 "$LOCK" true
+  [ -z "$stderr" ]
+  run -75 --separate-stderr rl -w 10 -n "$LOCK" true
+  [ -z "$stderr" ]
 }
 
 @test "a path NAME is a name: no file is made, the key holds it as written" {

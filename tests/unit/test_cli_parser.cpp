@@ -84,11 +84,33 @@ TEST_CASE("-w 0 is -n and --timeout is -w") {
   CHECK(parse_run({"--timeout", "3s", "x", "true"}).waiting.wait == 3s);
 }
 
+TEST_CASE("-n wins over -w, in either order, as in flock") {
+  for (const auto& args : {std::vector<std::string>{"-n", "-w", "10", "x", "t"},
+                           std::vector<std::string>{"-w", "10", "-n", "x", "t"},
+                           std::vector<std::string>{"--nb", "-w5", "x", "t"}}) {
+    const auto waiting = parse_run(args).waiting;
+    CHECK(waiting.nonblock);
+    CHECK_FALSE(waiting.wait);
+  }
+}
+
 TEST_CASE("-c runs a shell command, before or after NAME") {
   const std::vector<std::string> expected{"/bin/sh", "-c", "echo a; exit 4"};
   CHECK(parse_run({"x", "-c", "echo a; exit 4"}).command == expected);
   CHECK(parse_run({"-c", "echo a; exit 4", "x"}).command == expected);
   CHECK(parse_run({"x", "--command=echo a; exit 4"}).command == expected);
+}
+
+TEST_CASE("-c runs the shell $SHELL names, as flock does; /bin/sh without") {
+  Environment environment;
+  environment.shell = "/bin/bash";
+  CHECK(parse_run({"x", "-c", "[[ 1 ]]"}, environment).command
+        == std::vector<std::string>{"/bin/bash", "-c", "[[ 1 ]]"});
+  CHECK(parse_run({"x", "-c", "[[ 1 ]]"}).command
+        == std::vector<std::string>{"/bin/sh", "-c", "[[ 1 ]]"});
+  // A plain COMMAND is run as it is, whatever $SHELL says.
+  CHECK(parse_run({"x", "true"}, environment).command
+        == std::vector<std::string>{"true"});
 }
 
 TEST_CASE("a NAME that equals a subcommand works after --") {

@@ -23,6 +23,11 @@ TEST_CASE("parse_duration accepts units, fractions and bare seconds") {
       {"0.001", 1ms},
       {"1.0000000001s", 1s},
       {"9223372036s", 9223372036s},
+      // As strtod reads them, and so flock -w (its man page: -w .007).
+      {".5", 500ms},
+      {".007", 7ms},
+      {"5.", 5s},
+      {".5s", 500ms},
   };
   for (const auto& [text, expected] : good) {
     INFO(text);
@@ -38,9 +43,10 @@ TEST_CASE("parse_duration rejects malformed and out-of-range values") {
       " 1s",   "1s ",         "1 s",          "abc",
       "5x",    "1y",          "1d",           "nan",
       "NaN",   "inf",         "1e3",          "1E3",
-      "0x10",  ".5",          "1.",           "1..5",
+      "0x10",  ".",           ".s",           "1..5",
       "1.5.s", "s",           "ms",           "1sm",
       "1S",    "9223372037s", "99999999999h", "18446744073709551616",
+      "..5",   "-.5",         "+.5",
   };
   for (const auto& text : bad) {
     INFO(text);

@@ -157,6 +157,7 @@ struct Environment {
   std::optional<std::string> restart_grace;  // $RLOCK_RESTART_GRACE
   std::optional<std::string> sentinel_password; // $RLOCK_SENTINEL_PASSWORD
   std::optional<std::string> replicas;          // $RLOCK_REPLICAS
+  std::optional<std::string> shell; // $SHELL: runs -c STR, as in flock(1)
 };
 
 } // namespace rlock::cli

@@ -108,6 +108,9 @@ struct Split {
   std::optional<std::string> name;
   std::vector<std::string> rest;
   bool explicit_name = false; // NAME came after "--"
+  // The option that took the last word as its value ("--timeout" in
+  // "rlock --timeout FILE"), when no NAME is left.
+  std::optional<std::string> took_last;
 };
 
 Split
@@ -140,6 +143,9 @@ split_at_name(const CLI::App& app, const std::vector<std::string>& args) {
     }
     if (value_follows && i + 1 < args.size()) {
       split.options.push_back(args[++i]);
+      split.took_last = arg;
+    } else {
+      split.took_last.reset();
     }
   }
   if (i < args.size()) {
@@ -164,6 +170,27 @@ throw_if_flag_given_value(const CLI::App& app,
         throw_usage(flag + ": takes no value, got " + quote(arg)
                     + std::string(k_try_help));
       }
+    }
+  }
+}
+
+// CLI11 takes "--nonblock=no" as --nonblock: a long flag given a value is a
+// usage error, as "-n=1" is (and as flock and getopt_long have it).
+void
+throw_if_long_flag_given_value(const CLI::App& app,
+                               const std::vector<std::string>& args) {
+  for (const auto& arg : args) {
+    if (arg == "--") {
+      return;
+    }
+    const auto equals = arg.find('=');
+    if (!arg.starts_with("--") || equals == std::string::npos) {
+      continue;
+    }
+    const auto flag = arg.substr(0, equals);
+    if (app.get_option_no_throw(flag) != nullptr && !takes_value(app, flag)) {
+      throw_usage(flag + ": takes no value, got " + quote(arg)
+                  + std::string(k_try_help));
     }
   }
 }
@@ -279,7 +306,9 @@ parse_command_line(const std::vector<std::string>& args,
       !split.explicit_name && split.name && is_subcommand(*split.name);
   if (subcommand) {
     check_options_before(*app, split);
+    throw_if_long_flag_given_value(*app->get_subcommand(*split.name), args);
   }
+  throw_if_long_flag_given_value(*app, split.options);
   if (auto help =
           run_cli11(*app, subcommand ? args : split.options, !subcommand)) {
     return InfoRequest{*help};
@@ -289,6 +318,11 @@ parse_command_line(const std::vector<std::string>& args,
   }
   if (subcommand) {
     return find_command(*split.name)->options_of(raw, environment);
+  }
+  if (!split.name && split.took_last) {
+    throw_usage("missing NAME (" + quote(split.options.back())
+                + " is the value of " + *split.took_last + ")"
+                + std::string(k_try_help));
   }
   if (!split.name) {
     throw_usage("missing NAME" + std::string(k_try_help));

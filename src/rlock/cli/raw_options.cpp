@@ -601,6 +601,9 @@ waiting_of(const RawOptions& raw) {
   WaitingOptions waiting;
   waiting.wait = optional_duration_of(raw.wait, "--wait", true);
   waiting.nonblock = raw.nonblock || waiting.wait == Duration::zero();
+  if (raw.nonblock) {
+    waiting.wait.reset(); // -n wins over -w, as in flock: no wait at all
+  }
   waiting.fair = raw.fair;
   if (raw.conflict_exit_code) {
     waiting.conflict_exit_code = exit_code_of(*raw.conflict_exit_code);

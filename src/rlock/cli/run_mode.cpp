@@ -26,7 +26,8 @@ is_descriptor_number(const std::string& name) {
 std::vector<std::string>
 command_of(const std::string& name,
            const std::vector<std::string>& rest,
-           const std::optional<std::string>& shell_option) {
+           const std::optional<std::string>& shell_option,
+           const std::optional<std::string>& login_shell) {
   std::optional<std::string> shell = shell_option;
   std::size_t used = 0;
   if (!rest.empty() && (rest[0] == "-c" || rest[0] == "--command")) {
@@ -49,7 +50,7 @@ command_of(const std::string& name,
                 + std::string(k_try_help));
   }
   if (shell) {
-    return {"/bin/sh", "-c", *shell};
+    return {login_shell.value_or("/bin/sh"), "-c", *shell};
   }
   if (rest.empty()) {
     throw_usage("missing COMMAND after NAME " + quote(name)
@@ -129,8 +130,10 @@ add_run_options(CLI::App& app, detail::RawOptions& raw) {
                            + defaults::help_text(defaults::k_run_ttl) + ")")
       ->type_name("D")
       ->group(locking);
-  detail::add_optional(
-      app, "-c,--command", run.shell_command, "run STR with /bin/sh -c")
+  detail::add_optional(app,
+                       "-c,--command",
+                       run.shell_command,
+                       "run STR with $SHELL -c (/bin/sh)")
       ->type_name("STR")
       ->group(locking);
   detail::add_optional(app,
@@ -194,7 +197,8 @@ run_options_of(const detail::RawOptions& raw,
   // NAME and COMMAND last: a bad option value explains more than the
   // "missing COMMAND" it may have caused by swallowing a word.
   options.name = detail::validated_name(name);
-  options.command = command_of(name, rest, run.shell_command);
+  options.command =
+      command_of(name, rest, run.shell_command, environment.shell);
   return options;
 }
 

@@ -32,7 +32,7 @@ is_digit(char c) {
 // Splits "1.5s" into number "1.5" and unit "s"; seconds when there is none.
 std::optional<std::int64_t>
 unit_of(std::string_view text, std::string_view& number) {
-  const auto unit_start = text.find_last_of("0123456789") + 1;
+  const auto unit_start = text.find_last_of("0123456789.") + 1;
   const auto suffix = text.substr(unit_start);
   number = text.substr(0, unit_start);
   if (suffix.empty()) {
@@ -46,7 +46,8 @@ unit_of(std::string_view text, std::string_view& number) {
   return std::nullopt;
 }
 
-// Parses "123" or "123.456" times `unit` ns into `result`, exactly.
+// Parses "123", "123.456", ".5" or "5." (as strtod and flock(1) read them)
+// times `unit` ns into `result`, exactly.
 bool
 scale_decimal(std::string_view number,
               std::int64_t unit,
@@ -55,7 +56,7 @@ scale_decimal(std::string_view number,
   const auto whole = number.substr(0, dot);
   const auto fraction = dot == std::string_view::npos ? std::string_view{}
                                                       : number.substr(dot + 1);
-  if (whole.empty() || (dot != std::string_view::npos && fraction.empty())) {
+  if (whole.empty() && fraction.empty()) {
     return false;
   }
   std::int64_t total = 0;
@@ -90,7 +91,7 @@ Expected<Duration>
 parse_duration(std::string_view text) {
   const auto invalid = Expected<Duration>::failure(
       "invalid duration " + quote(text) + " (use e.g. 500ms, 30s, 5m, 1h)");
-  if (text.empty() || !is_digit(text.front())) {
+  if (text.empty() || !(is_digit(text.front()) || text.front() == '.')) {
     return text.starts_with('-') ? Expected<Duration>::failure(
                "invalid duration " + quote(text) + ": must not be negative")
                                  : invalid;
@@ -103,7 +104,9 @@ parse_duration(std::string_view text) {
   std::int64_t nanoseconds = 0;
   if (!scale_decimal(number, *unit, nanoseconds)) {
     const bool all_digits =
-        number.find_first_not_of("0123456789.") == std::string_view::npos;
+        number.find_first_not_of("0123456789.") == std::string_view::npos
+        && number.find_first_of("0123456789") != std::string_view::npos
+        && number.find('.') == number.rfind('.');
     return all_digits ? Expected<Duration>::failure(
                "invalid duration " + quote(text) + ": too large")
                       : invalid;
