@@ -27,13 +27,14 @@ setup() { common_setup; }
 teardown() { common_teardown; }
 
 # lock_key NAME [PREFIX]: the key of lock NAME (prefix rlock: by default);
-# fence_key, queue_key, alive_key, once_key: its other keys;
+# fence_key, queue_key, alive_key, once_key, holders_key: its other keys;
 # released_channel: the channel a release is published on.
 lock_key() { printf '%s{%s}' "${2:-rlock:}" "$1"; }
 fence_key() { printf '%s:fence' "$(lock_key "$@")"; }
 queue_key() { printf '%s:queue' "$(lock_key "$@")"; }
 alive_key() { printf '%s:alive' "$(lock_key "$@")"; }
 once_key() { printf '%s:once' "$(lock_key "$@")"; }
+holders_key() { printf '%s:holders' "$(lock_key "$@")"; }
 released_channel() { printf '%s:released' "$(lock_key "$@")"; }
 
 common_setup_file() {

@@ -6,6 +6,7 @@
 #include <rlock/util/duration.hpp>
 
 #include <csignal>
+#include <cstdint>
 #include <string_view>
 
 namespace rlock::cli::defaults {
@@ -31,6 +32,9 @@ inline constexpr Duration k_doctor_ttl = k_run_ttl;
 inline constexpr Duration k_restart_grace = k_run_ttl;
 
 inline constexpr int k_conflict_exit_code = exit_code::k_not_acquired;
+// --limit's largest N: each acquire looks at every live holder for a free
+// slot.
+inline constexpr std::int64_t k_max_limit = 10000;
 inline constexpr int k_kill_signal = SIGTERM;
 inline constexpr Duration k_min_validity = 0s;
 inline constexpr Duration k_status_interval = 2s;

@@ -63,6 +63,7 @@ struct RunOptions {
   std::optional<Duration> hold;     // --hold: keep the lock at least this long
   std::optional<Duration> once_per; // --once-per: one success per slot
   std::string events_path;          // --events: JSON lines; "-" is stderr
+  std::int64_t limit = 0; // --limit N: one of N holders (0: a plain lock)
 };
 
 // rlock acquire: take a lock for a script, print its token.

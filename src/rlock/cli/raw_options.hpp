@@ -27,6 +27,7 @@ struct RunRaw {
   std::optional<std::string> shell_command;
   std::optional<std::string> hold;
   std::optional<std::string> once_per;
+  std::optional<std::string> limit;
   std::string events;
 };
 

@@ -140,6 +140,9 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
                       "RLOCK_SUPERVISED_TOKEN=" + lock.token(),
                       "RLOCK_FENCE=" + std::to_string(lock.fence()),
                       run_marker(held)};
+  if (lock.slot() >= 0) {
+    spec.environment.push_back("RLOCK_SLOT=" + std::to_string(lock.slot()));
+  }
   spec.signal_mask = signals.original_mask();
   return spec;
 }
@@ -379,6 +382,20 @@ report_not_acquired(const std::string& name,
   }
 }
 
+// The limit is part of the lock: a run asking for another one than its live
+// holders took it with is a usage error.
+[[noreturn]] void
+refuse_limit(const RunOptions& options, std::int64_t held_limit) {
+  const auto limit_text = [](std::int64_t limit) {
+    return limit == 0 ? std::string("no --limit (a plain lock)")
+                      : "--limit " + std::to_string(limit);
+  };
+  throw_usage("lock " + quote(options.name) + " is held with "
+              + limit_text(held_limit) + "; this run asks for "
+              + limit_text(options.limit)
+              + ": every holder must ask for the same limit");
+}
+
 lock::Holder
 holder_of(const RunOptions& options) {
   return lock::Holder{proc::host_name(),
@@ -404,10 +421,16 @@ run(const RunOptions& options) {
   const proc::SignalBlock signals(delivered, {SIGPIPE, SIGTTOU, SIGTTIN});
   const auto store = open_store(options.server);
   connect_for_waiting(*store, options.waiting);
-  const lock::LockRequest request{
-      options.name, random_token(), options.timing.ttl, holder_of(options)};
+  const lock::LockRequest request{options.name,
+                                  random_token(),
+                                  options.timing.ttl,
+                                  holder_of(options),
+                                  options.limit};
   const auto outcome = acquire_or_undo(
       *store, request, wait_options_of(options.waiting), signals);
+  if (outcome.attempt.limit_conflict) {
+    refuse_limit(options, *outcome.attempt.limit_conflict);
+  }
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);
@@ -419,12 +442,17 @@ run(const RunOptions& options) {
   }
   lock::HeldLock lock(*store, request, outcome.attempt, options.timing);
   Held held{options, lock, std::nullopt};
+  const auto slot = outcome.attempt.slot;
   log::info("acquired " + quote(options.name) + " (fence "
-            + std::to_string(outcome.attempt.fence) + ")");
+            + std::to_string(outcome.attempt.fence)
+            + (slot >= 0 ? ", slot " + std::to_string(slot) : "") + ")");
   nlohmann::ordered_json fields{
       {"fence", outcome.attempt.fence},
       {"waited_ms", milliseconds(outcome.attempt.sent - started)},
       {"replicas", outcome.attempt.replicas}};
+  if (slot >= 0) {
+    fields["slot"] = slot;
+  }
   if (outcome.attempt.servers > 0) {
     fields["granted"] = outcome.attempt.granted;
     fields["servers"] = outcome.attempt.servers;

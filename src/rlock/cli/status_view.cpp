@@ -29,6 +29,16 @@ ttl_text(const lock::LockState& state) {
                           : format_duration(from_milliseconds(state.ttl_ms));
 }
 
+// How long a lease acquired at `acquired_ms` has been held at `now_ms`.
+std::string
+held_text(std::int64_t now_ms, std::int64_t acquired_ms) {
+  std::int64_t held_ms = 0;
+  if (__builtin_sub_overflow(now_ms, acquired_ms, &held_ms)) {
+    held_ms = 0; // a broken acquired_ms
+  }
+  return format_duration(from_milliseconds(std::max<std::int64_t>(held_ms, 0)));
+}
+
 // A quorum's lock: on how many servers its token is, of how many, and
 // "split" when servers name different tokens ("3/5", "2/5 split").
 std::string
@@ -60,15 +70,10 @@ row_of(const lock::LockState& state,
   if (!state.held) {
     row.insert(row.end(), {"-", "-", "-", "-"});
   } else {
-    std::int64_t held_ms = 0;
-    if (__builtin_sub_overflow(now_ms, state.acquired_ms, &held_ms)) {
-      held_ms = 0; // a broken acquired_ms
-    }
-    const auto held_for = from_milliseconds(std::max<std::int64_t>(held_ms, 0));
     row.insert(row.end(),
                {printable(state.user + "@" + state.host + ":"
                           + std::to_string(state.pid)),
-                format_duration(held_for),
+                held_text(now_ms, state.acquired_ms),
                 ttl_text(state),
                 std::to_string(state.fence)});
   }
@@ -80,6 +85,51 @@ row_of(const lock::LockState& state,
   }
   row.push_back(state.held ? printable(state.command) : "(free)");
   return row;
+}
+
+// The characters of a holder's token the table shows: enough to tell
+// holders apart and to match $RLOCK_TOKEN (--json has it whole).
+constexpr std::size_t k_token_shown = 12;
+
+// A semaphore's rows: "HELD 2/3" with its last lease's TTL, then one row
+// per holder, its NAME cell the slot and the token's start.
+std::vector<Row>
+semaphore_rows(const lock::LockState& state,
+               std::int64_t now_ms,
+               bool with_servers,
+               bool with_queue) {
+  Row head{printable(state.name),
+           "HELD " + std::to_string(state.holders.size()) + "/"
+               + std::to_string(state.limit),
+           "-",
+           ttl_text(state),
+           "-"};
+  if (with_servers) {
+    head.push_back("-");
+  }
+  if (with_queue) {
+    head.push_back(std::to_string(state.waiters));
+  }
+  head.push_back("(--limit " + std::to_string(state.limit) + ")");
+  std::vector<Row> rows{std::move(head)};
+  for (const auto& holder : state.holders) {
+    Row row{"  " + std::to_string(holder.slot) + " "
+                + printable(holder.token.substr(0, k_token_shown)),
+            printable(holder.user + "@" + holder.host + ":"
+                      + std::to_string(holder.pid)),
+            held_text(now_ms, holder.acquired_ms),
+            format_duration(from_milliseconds(holder.ttl_ms)),
+            std::to_string(holder.fence)};
+    if (with_servers) {
+      row.push_back("-");
+    }
+    if (with_queue) {
+      row.push_back("");
+    }
+    row.push_back(printable(holder.command));
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 std::string
@@ -249,6 +299,25 @@ quorum_line(const lock::DeploymentState& state) {
          + "\n";
 }
 
+// A semaphore's holders, by slot.
+nlohmann::ordered_json
+holders_json(const lock::LockState& state) {
+  auto holders = nlohmann::ordered_json::array();
+  for (const auto& holder : state.holders) {
+    holders.push_back(
+        {{"slot", holder.slot},
+         {"token", holder.token},
+         {"ttl_ms", holder.ttl_ms},
+         {"fence", holder.fence},
+         {"owner",
+          {{"host", holder.host}, {"pid", holder.pid}, {"user", holder.user}}},
+         {"command", holder.command},
+         {"acquired_at", format_iso8601_utc(holder.acquired_ms)},
+         {"renewals", holder.renewals}});
+  }
+  return holders;
+}
+
 } // namespace
 
 std::string
@@ -267,6 +336,13 @@ format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
   }
   rows.front().push_back("COMMAND");
   for (const auto& state : snapshot.locks) {
+    if (state.held && state.limit > 0) {
+      for (auto& row : semaphore_rows(
+               state, snapshot.server_now_ms, with_servers, with_queue)) {
+        rows.push_back(std::move(row));
+      }
+      continue;
+    }
     rows.push_back(
         row_of(state, snapshot.server_now_ms, with_servers, with_queue));
   }
@@ -291,7 +367,17 @@ format_status_json(const lock::StatusSnapshot& snapshot,
   for (const auto& state : snapshot.locks) {
     nlohmann::ordered_json entry{
         {"name", state.name}, {"key", state.key}, {"held", state.held}};
-    if (state.held) {
+    const bool semaphore = state.held && state.limit > 0;
+    if (semaphore) {
+      // One holder's fields would hide the others': they are in `holders`.
+      entry["ttl_ms"] = state.ttl_ms;
+      for (const char* field :
+           {"token", "fence", "owner", "command", "acquired_at", "renewals"}) {
+        entry[field] = nullptr;
+      }
+      entry["limit"] = state.limit;
+      entry["holders"] = holders_json(state);
+    } else if (state.held) {
       entry["ttl_ms"] = state.ttl_ms < 0 ? nlohmann::ordered_json(nullptr)
                                          : nlohmann::ordered_json(state.ttl_ms);
       entry["token"] = state.token;

@@ -35,6 +35,13 @@ public:
     return m_acquired.fence;
   }
 
+  // A semaphore's holder: its slot, 0..limit-1 ($RLOCK_SLOT); -1 for a
+  // plain lock.
+  std::int64_t
+  slot() const {
+    return m_acquired.slot;
+  }
+
   // When the winning request was sent.
   BootTime
   sent() const {

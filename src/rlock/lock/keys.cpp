@@ -34,6 +34,7 @@ keys_for(const KeySpace& space, std::string_view name) {
                   lock + ":queue",
                   lock + ":alive",
                   lock + ":once",
+                  lock + ":holders",
                   lock + ":"};
 }
 

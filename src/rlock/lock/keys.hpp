@@ -25,13 +25,16 @@ struct LockKeys {
   std::string alive;
   // <prefix>{NAME}:once: --once-per's last slot with a successful run
   std::string once;
+  // <prefix>{NAME}:holders: a semaphore's holders, each token scored by the
+  // end of its lease (server time, ms)
+  std::string holders;
   // <prefix>{NAME}: the start of the wake-up channels' names
   std::string channel_prefix;
 
   // Returns the keys every lock script takes, in order.
   std::vector<std::string>
   script_keys() const {
-    return {lock, fence, queue, alive, once};
+    return {lock, fence, queue, alive, once, holders};
   }
 
   // Returns the channel on which a release wakes waiters outside the queue.

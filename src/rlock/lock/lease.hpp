@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,14 @@ struct Holder {
   std::string command;
 };
 
-// A request to hold lock `name` with `token` for `ttl`.
+// A request to hold lock `name` with `token` for `ttl`: the lock itself
+// (limit 0), or one of `limit` permits of a semaphore.
 struct LockRequest {
   std::string name;
   std::string token;
   Duration ttl{};
   Holder holder;
+  std::int64_t limit = 0;
 };
 
 // The answer to one acquire attempt.
@@ -36,6 +39,12 @@ struct AcquireAttempt {
   std::int64_t fence = 0;
   // When acquired: how many replicas confirmed it (0 when none were asked).
   int replicas = 0;
+  // When acquired as one of a semaphore's holders: the lowest index in
+  // 0..limit-1 no other live holder had (-1 for a plain lock).
+  std::int64_t slot = -1;
+  // When not acquired because the lock has live holders under another
+  // limit: that limit (0: a plain lock).
+  std::optional<std::int64_t> limit_conflict;
   // When the request was sent: the lease counts from here.
   BootTime sent{};
   // When not acquired: look again after this at the latest (-1: no hint).
@@ -103,6 +112,20 @@ struct ServerLockState {
   std::string error; // why it did not answer; "" when it did
 };
 
+// One holder of a semaphore (a lock with a limit), as status shows it.
+struct PermitHolder {
+  std::string token;
+  std::int64_t slot = 0;
+  std::int64_t ttl_ms = 0;
+  std::int64_t fence = 0;
+  std::string host;
+  std::int64_t pid = 0;
+  std::string user;
+  std::string command;
+  std::int64_t acquired_ms = 0; // server time, ms since the epoch
+  std::int64_t renewals = 0;
+};
+
 // What the store says about one lock at one moment.
 struct LockState {
   std::string name;
@@ -120,6 +143,11 @@ struct LockState {
   std::int64_t renewals = 0;
   // Waiters alive in the --fair queue (others are not counted).
   std::int64_t waiters = 0;
+  // A semaphore: its limit and live holders, by slot (the holder fields
+  // above are then unset, and ttl_ms is until the last lease ends). 0 and
+  // none for a plain lock.
+  std::int64_t limit = 0;
+  std::vector<PermitHolder> holders;
   // Redis Cluster: the master that keeps the lock and its key's slot
   // ("" and -1 elsewhere).
   std::string node;

@@ -33,7 +33,8 @@ acquire_call(const LockKeys& keys,
              const std::string& token,
              Duration ttl,
              const Holder& holder,
-             Duration queue_ttl) {
+             Duration queue_ttl,
+             std::int64_t limit) {
   return {&redis::k_acquire_script,
           keys.script_keys(),
           {token,
@@ -42,7 +43,9 @@ acquire_call(const LockKeys& keys,
            std::to_string(holder.pid),
            holder.user,
            holder.command,
-           queue_ttl > Duration::zero() ? milliseconds_of(queue_ttl) : "0"},
+           queue_ttl > Duration::zero() ? milliseconds_of(queue_ttl) : "0",
+           std::to_string(limit),
+           keys.channel_prefix},
           "cannot acquire lock " + quote(keys.name)};
 }
 
@@ -53,7 +56,7 @@ renew_call(const LockKeys& keys,
            RenewMode mode) {
   // Zero keeps the length the lock was taken with.
   return {&redis::k_renew_script,
-          {keys.lock},
+          keys.script_keys(),
           {token,
            ttl == Duration::zero() ? "0" : milliseconds_of(ttl),
            mode == RenewMode::exact ? "exact" : "at_least"},
@@ -71,7 +74,7 @@ release_call(const LockKeys& keys, const std::string& token, bool wake) {
 ScriptCall
 check_call(const LockKeys& keys, const std::string& token) {
   return {&redis::k_check_script,
-          {keys.lock},
+          keys.script_keys(),
           {token},
           "cannot check lock " + quote(keys.name)};
 }
@@ -132,9 +135,10 @@ try_acquire(redis::Connection& connection,
             const std::string& token,
             Duration ttl,
             const Holder& holder,
-            Duration queue_ttl) {
+            Duration queue_ttl,
+            std::int64_t limit) {
   const BootTime sent = boot_now();
-  const auto call = acquire_call(keys, token, ttl, holder, queue_ttl);
+  const auto call = acquire_call(keys, token, ttl, holder, queue_ttl, limit);
   auto attempt = decode_acquire(run(connection, call), call.what);
   attempt.sent = sent;
   return attempt;

@@ -29,11 +29,13 @@ struct ScriptCall {
   std::vector<std::string> command(bool eval = false) const;
 };
 
+// With a `limit`, one of that many permits of a semaphore.
 ScriptCall acquire_call(const LockKeys& keys,
                         const std::string& token,
                         Duration ttl,
                         const Holder& holder,
-                        Duration queue_ttl = Duration::zero());
+                        Duration queue_ttl = Duration::zero(),
+                        std::int64_t limit = 0);
 ScriptCall renew_call(const LockKeys& keys,
                       const std::string& token,
                       Duration ttl,
@@ -57,14 +59,16 @@ ScriptCall raise_fence_call(const LockKeys& keys,
 
 // Tries once to take the lock with `token` for `ttl`. With a `queue_ttl`, a
 // waiter that does not get it joins the FIFO queue (or refreshes its place
-// there) for that long. Throws Error (unavailable) when Redis fails or
-// answers with an error.
+// there) for that long. With a `limit`, takes one of that many permits of
+// a semaphore. Throws Error (unavailable) when Redis fails or answers with
+// an error.
 AcquireAttempt try_acquire(redis::Connection& connection,
                            const LockKeys& keys,
                            const std::string& token,
                            Duration ttl,
                            const Holder& holder,
-                           Duration queue_ttl = Duration::zero());
+                           Duration queue_ttl = Duration::zero(),
+                           std::int64_t limit = 0);
 
 // Takes a waiter that gives up out of the queue, waking the next one if the
 // lock is free. Throws Error (unavailable) when Redis fails.

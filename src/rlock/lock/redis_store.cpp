@@ -243,7 +243,8 @@ RedisStore::acquire(const LockRequest& request, Duration queue_ttl) {
                              request.token,
                              request.ttl,
                              request.holder,
-                             queue_ttl);
+                             queue_ttl,
+                             request.limit);
         },
         undo);
     if (attempt.acquired) {

@@ -5,7 +5,9 @@
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 
 namespace rlock::lock {
 
@@ -70,6 +72,65 @@ fill_field(LockState& state,
   }
 }
 
+void
+fill_holder_field(PermitHolder& holder,
+                  const std::string& field,
+                  const std::string& value) {
+  if (field == "slot") {
+    holder.slot = to_int(value);
+  } else if (field == "fence") {
+    holder.fence = to_int(value);
+  } else if (field == "host") {
+    holder.host = value;
+  } else if (field == "pid") {
+    holder.pid = to_int(value);
+  } else if (field == "user") {
+    holder.user = value;
+  } else if (field == "command") {
+    holder.command = value;
+  } else if (field == "acquired_ms") {
+    holder.acquired_ms = to_int(value);
+  } else if (field == "renewals") {
+    holder.renewals = to_int(value);
+  }
+}
+
+// A semaphore's hash: 'limit', and '<token>:<field>' for each holder (see
+// prelude.lua); `expiries` is its holders' zset, with scores.
+void
+fill_semaphore(LockState& state,
+               const redis::Reply& hash,
+               const redis::Reply& expiries,
+               std::int64_t now_ms,
+               const std::string& what) {
+  std::map<std::string, std::string> fields;
+  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
+    fields[redis::string_of(hash.elements[i], what)] =
+        redis::string_of(hash.elements[i + 1], what);
+  }
+  state.limit = to_int(fields["limit"]);
+  for (std::size_t i = 0; i + 1 < expiries.elements.size(); i += 2) {
+    PermitHolder holder;
+    holder.token = redis::string_of(expiries.elements[i], what);
+    holder.ttl_ms =
+        to_int(redis::string_of(expiries.elements[i + 1], what)) - now_ms;
+    if (holder.ttl_ms <= 0) {
+      continue; // its lease ended; the next script drops it
+    }
+    const std::string prefix = holder.token + ":";
+    for (const auto& [field, value] : fields) {
+      if (field.starts_with(prefix)) {
+        fill_holder_field(holder, field.substr(prefix.size()), value);
+      }
+    }
+    state.holders.push_back(std::move(holder));
+  }
+  std::sort(state.holders.begin(),
+            state.holders.end(),
+            [](const auto& a, const auto& b) { return a.slot < b.slot; });
+  state.held = !state.holders.empty();
+}
+
 } // namespace
 
 AcquireAttempt
@@ -77,9 +138,15 @@ decode_acquire(const redis::Reply& reply, const std::string& what) {
   redis::throw_if_error(reply, what);
   expect_array(reply, 2, what);
   AcquireAttempt attempt;
-  attempt.acquired = redis::integer_of(reply.elements[0], what) == 1;
-  if (attempt.acquired) {
+  const auto answer = redis::integer_of(reply.elements[0], what);
+  attempt.acquired = answer == 1;
+  if (answer == 2) {
+    attempt.limit_conflict = redis::integer_of(reply.elements[1], what);
+  } else if (attempt.acquired) {
     attempt.fence = redis::integer_of(reply.elements[1], what);
+    if (reply.elements.size() >= 3) {
+      attempt.slot = redis::integer_of(reply.elements[2], what);
+    }
   } else {
     decode_busy(reply, attempt, what);
   }
@@ -178,16 +245,23 @@ decode_server_time(const redis::Reply& reply) {
 void
 decode_lock_state(LockState& state,
                   const redis::Reply& hash,
-                  const redis::Reply& pttl) {
+                  const redis::Reply& pttl,
+                  const redis::Reply& holders,
+                  std::int64_t now_ms) {
   const std::string what = "cannot read lock " + printable(state.key);
   redis::throw_if_error(hash, what);
   redis::throw_if_error(pttl, what);
+  redis::throw_if_error(holders, what);
   const auto ttl = redis::integer_of(pttl, what);
   state.held = ttl != -2 && hash.is_array() && !hash.elements.empty();
   if (!state.held) {
     return;
   }
   state.ttl_ms = ttl;
+  if (holders.is_array() && !holders.elements.empty()) {
+    fill_semaphore(state, hash, holders, now_ms, what);
+    return;
+  }
   for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
     fill_field(state,
                redis::string_of(hash.elements[i], what),

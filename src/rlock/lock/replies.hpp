@@ -18,8 +18,9 @@
 // (unavailable) for a reply of another shape than the script's.
 namespace rlock::lock {
 
-// acquire.lua's reply: {1, fence}, or a busy reply (as decode_peek() reads
-// it). `sent` is left for the caller.
+// acquire.lua's reply: {1, fence} ({1, fence, slot} for a semaphore), {2,
+// limit} for a lock held under another limit, or a busy reply (as
+// decode_peek() reads it). `sent` is left for the caller.
 AcquireAttempt decode_acquire(const redis::Reply& reply,
                               const std::string& what);
 
@@ -53,11 +54,15 @@ Slot decode_slot(const redis::Reply& reply, const std::string& what);
 // TIME's reply ({seconds, microseconds}) in ms since the epoch.
 std::int64_t decode_server_time(const redis::Reply& reply);
 
-// Fills `state` (its key set) from the lock's HGETALL and PTTL replies:
-// `held` is false when the key does not exist or is empty.
+// Fills `state` (its key set) from the lock's HGETALL and PTTL replies and
+// its holders' ZRANGE WITHSCORES (a semaphore's; empty for a plain lock),
+// read at the server's `now_ms`: `held` is false when the key does not exist
+// or is empty, or no holder of a semaphore has a lease left.
 void decode_lock_state(LockState& state,
                        const redis::Reply& hash,
-                       const redis::Reply& pttl);
+                       const redis::Reply& pttl,
+                       const redis::Reply& holders = {},
+                       std::int64_t now_ms = 0);
 
 // The ZCOUNT of the live waiters in the queue of the lock at `key`.
 std::int64_t decode_waiters(const redis::Reply& reply, const std::string& key);

@@ -21,6 +21,8 @@ void
 read_hash(LockState& state,
           const redis::Reply& hash,
           const redis::Reply& pttl,
+          const redis::Reply& holders,
+          std::int64_t now_ms,
           bool listing) {
   if (listing && hash.is_error()
       && redis::server_code_of(hash.text) == "WRONGTYPE") {
@@ -29,7 +31,7 @@ read_hash(LockState& state,
     state.held = false;
     return;
   }
-  decode_lock_state(state, hash, pttl);
+  decode_lock_state(state, hash, pttl, holders, now_ms);
 }
 
 std::int64_t
@@ -50,14 +52,16 @@ read_states(redis::Connection& connection,
     for (auto i = start; i < end; ++i) {
       connection.append({"HGETALL", states[i].key});
       connection.append({"PTTL", states[i].key});
-      connection.append(
-          {"ZCOUNT", keys_for(space, states[i].name).alive, live_from, "+inf"});
+      const auto keys = keys_for(space, states[i].name);
+      connection.append({"ZCOUNT", keys.alive, live_from, "+inf"});
+      connection.append({"ZRANGE", keys.holders, "0", "-1", "WITHSCORES"});
     }
     for (auto i = start; i < end; ++i) {
       auto hash = connection.read_reply();
       auto pttl = connection.read_reply();
       auto waiters = connection.read_reply();
-      read_hash(states[i], hash, pttl, listing);
+      auto holders = connection.read_reply();
+      read_hash(states[i], hash, pttl, holders, now_ms, listing);
       states[i].waiters = decode_waiters(waiters, states[i].key);
     }
   }

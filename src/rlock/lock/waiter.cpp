@@ -132,7 +132,7 @@ Waiter::run() {
     outcome.kind = WaitOutcome::Kind::acquired;
     return outcome;
   }
-  if (m_options.nonblock) {
+  if (m_options.nonblock || outcome.attempt.limit_conflict) {
     return outcome;
   }
   // Subscribed first, then asked again: a release between the first attempt
@@ -168,6 +168,10 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
     outcome.attempt = m_attempt();
     if (outcome.attempt.acquired) {
       outcome.kind = WaitOutcome::Kind::acquired;
+      return outcome;
+    }
+    if (outcome.attempt.limit_conflict) {
+      give_up();
       return outcome;
     }
     report(outcome.attempt);
@@ -356,7 +360,12 @@ wait_for_lock(LockStore& store,
   if (options.fair) {
     leave = [&] { store.leave_queue(request.name, request.token); };
   }
-  auto remaining = [&] { return store.lease_remaining_ms(request.name); };
+  // A semaphore's key lives as long as its last lease, while a permit may
+  // come free with the first: every look is a full attempt.
+  std::function<std::int64_t()> remaining;
+  if (request.limit == 0) {
+    remaining = [&] { return store.lease_remaining_ms(request.name); };
+  }
   return Waiter(attempt,
                 remaining,
                 store,

@@ -33,6 +33,8 @@ struct WaitHooks {
 };
 
 struct WaitOutcome {
+  // A lock held under another limit (attempt.limit_conflict) ends the wait
+  // at once, as timed_out.
   enum class Kind { acquired, timed_out, interrupted };
 
   Kind kind = Kind::timed_out;

@@ -4,7 +4,13 @@
 -- ARGV[1]  the holder's token        ARGV[2]  the lease length in ms
 -- ARGV[3]  host   ARGV[4]  pid   ARGV[5]  user   ARGV[6]  command line
 -- ARGV[7]  queue entry lifetime in ms; 0 to wait outside the queue
--- Returns {1, fence} when acquired; otherwise
+-- ARGV[8]  the limit: N for one of N holders of a semaphore, 0 (or none)
+--          for a plain lock
+-- ARGV[9]  the channel prefix, to wake the next waiter in the queue while
+--          a semaphore has permits left
+-- Returns {1, fence} when acquired ({1, fence, slot} for a semaphore: the
+-- lowest index in 0..N-1 no live holder has); {2, limit} when the lock has
+-- live holders under another limit (0: a plain lock); otherwise
 -- {0, retry_ms, "user@host:pid", command, place, holder_ttl_ms, held_ms}
 -- (as peek.lua does, see held_reply in prelude.lua): retry_ms is
 -- when to look again at the latest (the lease's PTTL, or the expiry of the
@@ -30,14 +36,102 @@ local function next_fence()
 end
 
 local token = ARGV[1]
-if redis.call('HGET', KEYS[1], 'token') == token then
+local limit = tonumber(ARGV[8]) or 0
+-- A semaphore all of whose leases ended is free; its keys go once this
+-- script has written (see live_head()).
+local held_limit = limit_of_lock()
+local stale = {}
+if held_limit then
+  stale = expired_holders()
+  if #live_holders() == 0 then
+    held_limit = nil
+  end
+end
+local plain_holder = redis.call('HGET', KEYS[1], 'token') or nil
+if held_limit and held_limit ~= limit then
+  return {2, held_limit}
+end
+if plain_holder and limit > 0 then
+  return {2, 0}
+end
+
+-- Clears what a semaphore whose leases all ended left in KEYS[1], once a
+-- plain holder's fields are written.
+local function clear_stale_semaphore()
+  if #stale > 0 then
+    redis.call('HDEL', KEYS[1], 'limit')
+    drop_holders(stale)
+  end
+end
+
+-- Returns the lowest slot in 0..limit-1 that no live holder has.
+local function free_slot()
+  local taken = {}
+  for _, holder in ipairs(live_holders()) do
+    local slot = tonumber(redis.call('HGET', KEYS[1], holder .. ':slot'))
+    if slot then
+      taken[slot] = true
+    end
+  end
+  local slot = 0
+  while taken[slot] do
+    slot = slot + 1
+  end
+  return slot
+end
+
+-- Takes a permit of the semaphore (a new one, or again our own).
+local function take_permit(fence, slot)
+  local key = token .. ':'
+  local expiry = now_ms + tonumber(ARGV[2])
+  redis.call('HSET', KEYS[1], 'limit', limit,
+    key .. 'slot', slot, key .. 'fence', string.format('%d', fence),
+    key .. 'ttl_ms', ARGV[2], key .. 'host', ARGV[3], key .. 'pid', ARGV[4],
+    key .. 'user', ARGV[5], key .. 'command', ARGV[6],
+    key .. 'acquired_ms', string.format('%d', now_ms), key .. 'renewals', 0)
+  redis.call('ZADD', KEYS[6], string.format('%d', expiry), token)
+  expire_semaphore(token, expiry)
+  -- Our own permit from an attempt long ago is the one just written.
+  local others = {}
+  for _, holder in ipairs(stale) do
+    if holder ~= token then
+      others[#others + 1] = holder
+    end
+  end
+  drop_holders(others)
+end
+if limit > 0 and holder_expiry(token) then
+  -- Our own earlier attempt took a permit and its reply was lost: the lease
+  -- starts again now, as the caller counts it.
+  local key = token .. ':'
+  local own = redis.call('HMGET', KEYS[1], key .. 'fence', key .. 'slot')
+  local expiry = now_ms + tonumber(ARGV[2])
+  expire_semaphore(token, expiry)
+  redis.call('ZADD', KEYS[6], string.format('%d', expiry), token)
+  return {1, tonumber(own[1]), tonumber(own[2])}
+end
+if plain_holder == token then
   -- Our own earlier attempt took it and its reply was lost: the lease
   -- starts again now, as the caller counts it.
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, tonumber(redis.call('HGET', KEYS[1], 'fence'))}
 end
 local head, head_expiry, dead = live_head()
-local held = redis.call('EXISTS', KEYS[1]) == 1
+local holders = held_limit and #live_holders() or 0
+local held = plain_holder ~= nil or (held_limit ~= nil and holders >= limit)
+if limit > 0 and not held and (head == nil or head == token) then
+  local fence = next_fence()
+  local slot = free_slot()
+  take_permit(fence, slot)
+  forget(dead)
+  leave_queue(token)
+  -- Permits are left: the next waiter in the queue may take one too.
+  local next_head = live_head()
+  if holders + 1 < limit and next_head then
+    redis.call('PUBLISH', ARGV[9] .. 'wake:' .. next_head, 'free')
+  end
+  return {1, fence, slot}
+end
 if not held and (head == nil or head == token) then
   local fence = next_fence()
   redis.call('HSET', KEYS[1],
@@ -45,6 +139,7 @@ if not held and (head == nil or head == token) then
     'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
     'acquired_ms', string.format('%d', now_ms), 'renewals', 0)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  clear_stale_semaphore()
   forget(dead)
   leave_queue(token)
   return {1, fence}

@@ -2,8 +2,16 @@
 -- waiter.
 -- ARGV[1]  the channel prefix
 -- Returns {} when the lock was free, else {user@host:pid, command, token}
--- of the holder whose lock was broken.
+-- of the holder whose lock was broken. A semaphore loses every holder (the
+-- one named is the one whose lease would have ended first).
 local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command', 'token')
+if limit_of_lock() then
+  local first = live_holders()[1] or ''
+  local key = first .. ':'
+  holder = redis.call('HMGET', KEYS[1], key .. 'user', key .. 'host', key .. 'pid', key .. 'command')
+  holder[5] = first
+  redis.call('DEL', KEYS[6])
+end
 if redis.call('DEL', KEYS[1]) == 0 then
   return {}
 end

@@ -4,7 +4,7 @@
 -- ARGV[1]  the waiter's token        ARGV[2]  the channel prefix
 -- Returns 1.
 leave_queue(ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if permit_free() then
   wake_next(ARGV[2])
 end
 return 1

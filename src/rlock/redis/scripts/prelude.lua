@@ -6,6 +6,8 @@
 --   KEYS[3]  the wait queue (--fair): zset of waiter token -> arrival (us)
 --   KEYS[4]  the queue's liveness: zset of waiter token -> expiry (ms)
 --   KEYS[5]  --once-per: the number of the last slot with a successful run
+--   KEYS[6]  a semaphore's holders: zset of token -> lease expiry (ms,
+--            server time); see "Semaphores" below
 -- (a script may be given only the first few it uses).
 if redis.replicate_commands then
   pcall(redis.replicate_commands)
@@ -75,10 +77,102 @@ local function wake_next(channel_prefix)
   end
 end
 
+-- Semaphores: a lock with a limit of N holders. KEYS[1] then holds 'limit'
+-- and, for each holder, '<token>:<field>' (the fields below); KEYS[6] scores
+-- each holder's token by the end of its lease on the server's clock, so a
+-- holder that stopped renewing drops out by itself. Both keys expire with
+-- the last lease. Every script looks at live holders only; those whose lease
+-- ended are removed after a script's first write (see live_head()).
+local holder_fields = {'slot', 'fence', 'ttl_ms', 'host', 'pid', 'user',
+  'command', 'acquired_ms', 'renewals'}
+
+-- Returns the semaphore's limit; nil for a plain lock or a free one.
+local function limit_of_lock()
+  return tonumber(redis.call('HGET', KEYS[1], 'limit'))
+end
+
+-- Returns the holders whose lease has ended (reads only).
+local function expired_holders()
+  return redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now_ms)
+end
+
+-- Returns the holders whose lease runs, the first to end first.
+local function live_holders()
+  return redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. now_ms, '+inf')
+end
+
+-- Returns when `token`'s lease ends (ms), nil when it holds no live permit.
+local function holder_expiry(token)
+  local expiry = tonumber(redis.call('ZSCORE', KEYS[6], token))
+  if expiry and expiry > now_ms then
+    return expiry
+  end
+  return nil
+end
+
+-- Takes holders out; a semaphore left without holders is deleted.
+local function drop_holders(tokens)
+  for _, token in ipairs(tokens) do
+    redis.call('ZREM', KEYS[6], token)
+    local fields = {}
+    for i, field in ipairs(holder_fields) do
+      fields[i] = token .. ':' .. field
+    end
+    redis.call('HDEL', KEYS[1], unpack(fields))
+  end
+  if redis.call('ZCARD', KEYS[6]) == 0 and limit_of_lock() then
+    redis.call('DEL', KEYS[1])
+  end
+end
+
+-- Makes both keys of a semaphore live until the last lease ends: `expiry`
+-- for `token`, or another holder's if later.
+local function expire_semaphore(token, expiry)
+  local last = expiry
+  local top = redis.call('ZREVRANGE', KEYS[6], 0, 1, 'WITHSCORES')
+  for i = 1, #top, 2 do
+    if top[i] ~= token then
+      last = math.max(last, tonumber(top[i + 1]))
+      break
+    end
+  end
+  local at = string.format('%d', last)
+  redis.call('PEXPIREAT', KEYS[1], at)
+  redis.call('PEXPIREAT', KEYS[6], at)
+end
+
+-- True when a waiter may take the lock now, queue aside: it is free, or a
+-- semaphore with a permit left.
+local function permit_free()
+  local limit = limit_of_lock()
+  if limit then
+    return #live_holders() < limit
+  end
+  return redis.call('EXISTS', KEYS[1]) == 0
+end
+
+-- A semaphore's busy reply, as held_reply(): the holder named is the one
+-- whose lease ends first, and retry_ms is when.
+local function semaphore_held_reply(place)
+  local first = live_holders()[1]
+  if not first then
+    return {0, 0, '?@?:?', '', place, 0, 0}
+  end
+  local f = redis.call('HMGET', KEYS[1], first .. ':user', first .. ':host',
+    first .. ':pid', first .. ':command', first .. ':ttl_ms', first .. ':acquired_ms')
+  local who = (f[1] or '?') .. '@' .. (f[2] or '?') .. ':' .. (f[3] or '?')
+  local held_ms = now_ms - (tonumber(f[6]) or now_ms)
+  return {0, holder_expiry(first) - now_ms, who, f[4] or '', place,
+    tonumber(f[5]) or 0, held_ms}
+end
+
 -- The reply of acquire.lua and peek.lua while the lock is held, in the one
 -- order both share: {0, retry_ms (the lease's PTTL), "user@host:pid",
 -- command, place in the queue (0 outside it), holder_ttl_ms, held_ms}.
 local function held_reply(place)
+  if limit_of_lock() then
+    return semaphore_held_reply(place)
+  end
   local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command', 'ttl_ms', 'acquired_ms')
   local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
   local held_ms = now_ms - (tonumber(holder[6]) or now_ms)

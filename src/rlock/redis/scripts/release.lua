@@ -5,6 +5,17 @@
 --          servers did not grant (the lock was never held, and waking the
 --          waiters would only have them race for it again)
 -- Returns 1 when released, 0 when the lock is not held by this token.
+-- A semaphore's holder (KEYS[6]) gives back its own permit.
+if limit_of_lock() then
+  if not holder_expiry(ARGV[1]) then
+    return 0
+  end
+  drop_holders({ARGV[1]})
+  if ARGV[3] ~= 'quiet' then
+    wake_next(ARGV[2])
+  end
+  return 1
+end
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then
   return 0
 end
