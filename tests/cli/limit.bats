@@ -277,3 +277,21 @@ holder() {
   plain=$(json_get "$json" '[1]')
   [[ $plain != *'"limit"'* && $plain != *'"holders"'* ]]
 }
+
+@test "--fair with --limit: waiters get permits in arrival order" {
+  local order=$BATS_TEST_TMPDIR/order
+  : >"$order"
+  bg "$RLOCK" --limit 2 sem sleep 1
+  bg "$RLOCK" --limit 2 sem sleep 1
+  wait_until 5 test "$(redis_cli zcard "$(holders_key 'sem')")" = 2
+  local waiters=() w
+  for w in w1 w2 w3 w4; do
+    bg "$RLOCK" --fair --limit 2 -w 20s sem sh -c "echo $w >>'$order'; sleep 0.3"
+    waiters+=("$BG_PID")
+    wait_until 5 test "$(redis_cli zcard "$(queue_key 'sem')")" = "${#waiters[@]}"
+  done
+  for w in "${waiters[@]}"; do
+    reaped 0 "$w" 20
+  done
+  [[ $(tr '\n' ' ' <"$order") == "w1 w2 w3 w4 " ]]
+}
