@@ -23,6 +23,9 @@ _rlock_value()
     --replicas)
       mapfile -t COMPREPLY < <(compgen -W 'auto all 0 1 2' -- "$cur")
       ;;
+    --limit)
+      mapfile -t COMPREPLY < <(compgen -W '2 3 4' -- "$cur")
+      ;;
     --url)
       mapfile -t COMPREPLY < <(compgen -W 'redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster://' -- "$cur")
       compopt -o nospace 2>/dev/null
@@ -48,7 +51,7 @@ _rlock_takes_value()
   case $1 in
     --url | --prefix | --wait | --timeout | --ttl | --conflict-exit-code | \
       --command | --kill-signal | --kill-after | --connect-timeout | \
-      --io-timeout | --hold | --once-per | --events | --token | \
+      --io-timeout | --hold | --once-per | --limit | --events | --token | \
       --min-validity | --match | --interval | --password-file | --tls-ca | \
       --tls-cert | --tls-key | --tls-server-name | --restart-grace | \
       --sentinel-password-file | --replicas | --replicas-timeout | --quorum | -[wtEci])
@@ -281,7 +284,7 @@ _rlock()
       --kill-signal --kill-after --connect-timeout --io-timeout
       --password-file --sentinel-password-file --replicas --replicas-timeout
       --quorum --tls-ca --tls-cert --tls-key --tls-server-name
-      --tls-insecure --hold --once-per --events
+      --tls-insecure --hold --once-per --limit --events
       -v --verbose -q --quiet -h --help -V --version
       -x -e --exclusive --nb --nonblocking -o --close
     )

@@ -12,7 +12,7 @@ function __rlock_takes_value
     switch $argv[1]
         case --url --prefix --wait --timeout --ttl --conflict-exit-code \
             --command --kill-signal --kill-after --connect-timeout \
-            --io-timeout --hold --once-per --events --token --min-validity \
+            --io-timeout --hold --once-per --limit --events --token --min-validity \
             --match --interval --password-file --tls-ca --tls-cert \
             --tls-key --tls-server-name --restart-grace \
             --sentinel-password-file --replicas --replicas-timeout --quorum -w -t -E -c -i
@@ -201,6 +201,7 @@ complete -c rlock -n $opts -l kill-signal -x -a '(__rlock_signals)' -d 'to the c
 complete -c rlock -n $opts -l kill-after -x -a $durations -d 'then SIGKILL after D (TTL/6, at most 10s)'
 complete -c rlock -n $opts -l hold -x -a $durations -d 'keep the lock at least D after acquiring it'
 complete -c rlock -n $opts -l once-per -x -a $durations -d 'at most one successful run per D-long slot'
+complete -c rlock -n $opts -l limit -x -a '2 3 4' -d 'a semaphore: at most N holders at once, each $RLOCK_SLOT in 0..N-1'
 complete -c rlock -n $opts -s n -l nonblock -d 'fail at once if the lock is held'
 complete -c rlock -n $opts -l fair -d 'wait in line: first come, first served'
 complete -c rlock -n $opts -l restart-grace -x -a $durations -d 'take no lock from a server up less than D (30s)'

@@ -113,7 +113,7 @@ _rlock_takes_value() {
   case $1 in
     (--url|--prefix|--wait|--timeout|--ttl|--conflict-exit-code|--command|\
 --kill-signal|--kill-after|--connect-timeout|--io-timeout|--hold|--once-per|\
---events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
+--limit|--events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
 --tls-cert|--tls-key|--tls-server-name|--restart-grace|\
 --sentinel-password-file|--replicas|--replicas-timeout|--quorum|-[wtEci])
       return 0 ;;
@@ -241,6 +241,7 @@ _rlock() {
       '--kill-after=[then SIGKILL after D (TTL/6, at most 10s)]:duration:_rlock_durations' \
       '--hold=[keep the lock at least D after acquiring it]:duration:_rlock_durations' \
       '--once-per=[at most one successful run per D-long slot]:duration:_rlock_durations' \
+      '--limit=[a semaphore: at most N holders at once, each $RLOCK_SLOT in 0..N-1]:N:(2 3 4)' \
       $_rlock_wait_options \
       $_rlock_connection_options \
       $_rlock_output_options \
