@@ -144,6 +144,7 @@ _rlock_subcommand() {
     (acquire)
       opts=(
         '(-t --ttl)'{-t+,--ttl=}'[lease length, not renewed (5m)]:duration:_rlock_durations'
+        '--limit=[a semaphore: at most N holders at once (slot printed)]:N:(2 3 4)'
         $_rlock_wait_options
         '(--env)--json[print {name, key, token, fence, ttl_ms}]'
         '(--json)--env[print RLOCK_* assignments for eval]'

@@ -278,20 +278,55 @@ holder() {
   [[ $plain != *'"limit"'* && $plain != *'"holders"'* ]]
 }
 
+# zcard_is KEY N: true when the sorted set KEY has N members.
+zcard_is() {
+  [[ $(redis_cli zcard "$1") == "$2" ]]
+}
+
 @test "--fair with --limit: waiters get permits in arrival order" {
   local order=$BATS_TEST_TMPDIR/order
   : >"$order"
   bg "$RLOCK" --limit 2 sem sleep 1
   bg "$RLOCK" --limit 2 sem sleep 1
-  wait_until 5 test "$(redis_cli zcard "$(holders_key 'sem')")" = 2
+  wait_until 5 zcard_is "$(holders_key 'sem')" 2
   local waiters=() w
   for w in w1 w2 w3 w4; do
-    bg "$RLOCK" --fair --limit 2 -w 20s sem sh -c "echo $w >>'$order'; sleep 0.3"
+    bg "$RLOCK" --fair --limit 2 -w 20s sem sh -c \
+      "echo \"\$RLOCK_FENCE $w\" >>'$order'; sleep 0.3"
     waiters+=("$BG_PID")
-    wait_until 5 test "$(redis_cli zcard "$(queue_key 'sem')")" = "${#waiters[@]}"
+    wait_until 5 zcard_is "$(queue_key 'sem')" "${#waiters[@]}"
   done
   for w in "${waiters[@]}"; do
     reaped 0 "$w" 20
   done
-  [[ $(tr '\n' ' ' <"$order") == "w1 w2 w3 w4 " ]]
+  # By fence, the order of the acquisitions (two holders' lines may be
+  # written the other way round).
+  cat "$order" >&2
+  [[ $(sort -n "$order" | cut -d' ' -f2 | tr '\n' ' ') == "w1 w2 w3 w4 " ]]
+}
+
+@test "acquire --limit: a permit for a script, its slot in --json and --env; the limit is part of the lock" {
+  run --separate-stderr rl acquire --limit 2 --json sem
+  ((status == 0))
+  local json=$BATS_TEST_TMPDIR/a.json
+  printf '%s\n' "$output" >"$json"
+  [[ $(json_get "$json" '["slot"]') == 0 ]]
+  local token
+  token=$(json_get "$json" '["token"]')
+  token=${token//\"/}
+  run --separate-stderr rl acquire --limit 2 --env sem
+  ((status == 0))
+  [[ $output == *$'\nRLOCK_SLOT=1\n'* ]]
+  run rl acquire --limit 2 -n sem
+  ((status == 75))
+  run --separate-stderr rl acquire -n sem
+  ((status == 64))
+  [[ $stderr == *"held with --limit 2; this acquire asks for no --limit"* ]]
+  run rl release --token "$token" sem
+  ((status == 0))
+  run --separate-stderr rl acquire --limit 2 sem
+  ((status == 0))
+  run --separate-stderr rl acquire --limit 0 sem
+  ((status == 64))
+  [[ $stderr == "rlock: --limit: must be an integer from 1 to 10000, got '0'" ]]
 }

@@ -31,6 +31,12 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
                            + defaults::help_text(defaults::k_acquire_ttl) + ")")
       ->type_name("D")
       ->group("Locking");
+  detail::add_optional(app,
+                       "--limit",
+                       raw.step.limit,
+                       "a semaphore: at most N holders at once (slot printed)")
+      ->type_name("N")
+      ->group("Locking");
   detail::add_wait_options(app, raw, true);
   app.add_flag(
          "--json", raw.step.json, "print {name, key, token, fence, ttl_ms}")
@@ -56,6 +62,7 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
                                   : Output::token;
   options.ttl = detail::duration_or(
       raw.step.ttl, defaults::k_acquire_ttl, "--ttl", false);
+  options.limit = detail::limit_of(raw.step.limit, options.server);
   options.name = detail::validated_name(raw.step.name);
   return options;
 }
@@ -70,26 +77,39 @@ calling_script() {
                       shell_join(proc::command_line_of(parent))};
 }
 
+// A semaphore's holder also gets its slot: `slot` in --json, RLOCK_SLOT in
+// --env (-1: a plain lock, neither).
 std::string
 output_of(const AcquireOptions& options,
           const std::string& key,
           const std::string& token,
-          std::int64_t fence) {
+          std::int64_t fence,
+          std::int64_t slot) {
   const std::string& name = options.name;
   switch (options.output) {
-  case Output::json:
-    return nlohmann::ordered_json{
-               {"name", name},
-               {"key", key},
-               {"token", token},
-               {"fence", fence},
-               {"ttl_ms",
-                std::chrono::duration_cast<std::chrono::milliseconds>(
-                    options.ttl)
-                    .count()}}
-               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+  case Output::json: {
+    nlohmann::ordered_json json{
+        {"name", name},
+        {"key", key},
+        {"token", token},
+        {"fence", fence},
+        {"ttl_ms",
+         std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl)
+             .count()}};
+    if (slot >= 0) {
+      json["slot"] = slot;
+    }
+    return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
            + "\n";
+  }
   case Output::env:
+    if (slot >= 0) {
+      return "RLOCK_NAME=" + shell_join({name}) + "\nRLOCK_KEY="
+             + shell_join({key}) + "\nRLOCK_TOKEN=" + token + "\nRLOCK_FENCE="
+             + std::to_string(fence) + "\nRLOCK_SLOT=" + std::to_string(slot)
+             + "\nexport RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE "
+               "RLOCK_SLOT\n";
+    }
     return "RLOCK_NAME=" + shell_join({name})
            + "\nRLOCK_KEY=" + shell_join({key}) + "\nRLOCK_TOKEN=" + token
            + "\nRLOCK_FENCE=" + std::to_string(fence)
@@ -121,7 +141,8 @@ CommandEntry
 acquire_command() {
   return {"acquire",
           "take the lock for a script; print the token",
-          "rlock acquire [-n|-w D] [-t D] [--fair] [--json|--env] NAME",
+          "rlock acquire [-n|-w D] [-t D] [--fair] [--limit N] [--json|--env] "
+          "NAME",
           "Exit: 0 acquired (token on stdout), 75 not acquired (-E), 69 Redis\n"
           "unavailable. Example: eval \"$(rlock acquire --env NAME)\"",
           add_options,
@@ -134,10 +155,19 @@ run(const AcquireOptions& options) {
       waiting_store(options.server, options.waiting, options.log_level);
   const proc::SignalBlock signals(
       {k_forwarded_signals.begin(), k_forwarded_signals.end()}, {SIGPIPE});
-  const lock::LockRequest request{
-      options.name, random_token(), options.ttl, calling_script()};
+  const lock::LockRequest request{options.name,
+                                  random_token(),
+                                  options.ttl,
+                                  calling_script(),
+                                  options.limit};
   const auto outcome = acquire_or_undo(
       *store, request, wait_options_of(options.waiting), signals);
+  if (outcome.attempt.limit_conflict) {
+    refuse_limit(options.name,
+                 *outcome.attempt.limit_conflict,
+                 options.limit,
+                 "this acquire");
+  }
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);
@@ -153,7 +183,8 @@ run(const AcquireOptions& options) {
   const auto text = output_of(options,
                               store->key_of(options.name),
                               request.token,
-                              outcome.attempt.fence);
+                              outcome.attempt.fence,
+                              outcome.attempt.slot);
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (std::fflush(stdout) != 0) {
     // Nobody would know the token: give the lock back.

@@ -76,6 +76,7 @@ struct AcquireOptions {
   WaitingOptions waiting;
   Output output = Output::token;
   log::Level log_level = log::Level::normal;
+  std::int64_t limit = 0; // --limit N: one of N holders (0: a plain lock)
 };
 
 // rlock extend: renew a lock taken with acquire.

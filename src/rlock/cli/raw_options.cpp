@@ -596,6 +596,32 @@ timing_of(Duration ttl, std::optional<Duration> kill_after) {
   return timing.value();
 }
 
+// Returns --limit's N, 1..k_max_limit; 0 without the option. Several --url
+// are refused: a permit granted by a majority of servers is not one of N
+// (two majorities of the quorum's servers may each count N holders of
+// their own), so N permits over a quorum would admit more than N.
+std::int64_t
+limit_of(const std::optional<std::string>& text, const ServerOptions& server) {
+  if (!text) {
+    return 0;
+  }
+  std::int64_t limit = 0;
+  const auto* end = text->data() + text->size();
+  const auto [ptr, ec] = std::from_chars(text->data(), end, limit);
+  if (text->empty() || ec != std::errc() || ptr != end || limit < 1
+      || limit > defaults::k_max_limit) {
+    throw_usage("--limit: must be an integer from 1 to "
+                + std::to_string(defaults::k_max_limit) + ", got "
+                + quote(*text));
+  }
+  if (!server.members.empty()) {
+    throw_usage("--limit: not with several --url: N permits over a quorum "
+                "of servers is unsound (two majorities may each grant their "
+                "own N)");
+  }
+  return limit;
+}
+
 WaitingOptions
 waiting_of(const RawOptions& raw) {
   WaitingOptions waiting;

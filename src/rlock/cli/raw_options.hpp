@@ -55,6 +55,7 @@ struct StepRaw {
   std::optional<std::string> min_validity;
   bool json = false;
   bool env = false;
+  std::optional<std::string> limit; // acquire
 };
 
 // Every option as typed; the optional ones are empty when not given (an
@@ -133,6 +134,12 @@ lock::LeaseTiming timing_of(Duration ttl, std::optional<Duration> kill_after);
 // Returns -n, -w, --fair and -E. Without `with_nonblock` (rlock wait), -w 0
 // is still "do not wait".
 WaitingOptions waiting_of(const RawOptions& raw);
+
+// Returns --limit's N (run, acquire), 1..defaults::k_max_limit; 0 without
+// the option. Throws a usage error for another value, or with a quorum of
+// servers in `server`.
+std::int64_t limit_of(const std::optional<std::string>& text,
+                      const ServerOptions& server);
 
 // Returns --restart-grace, else $RLOCK_RESTART_GRACE, else the default; zero
 // turns it off.

@@ -1,6 +1,7 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/server.hpp>
+#include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
 #include <rlock/lock/held_lock.hpp>
 #include <rlock/lock/waiter.hpp>
@@ -382,20 +383,6 @@ report_not_acquired(const std::string& name,
   }
 }
 
-// The limit is part of the lock: a run asking for another one than its live
-// holders took it with is a usage error.
-[[noreturn]] void
-refuse_limit(const RunOptions& options, std::int64_t held_limit) {
-  const auto limit_text = [](std::int64_t limit) {
-    return limit == 0 ? std::string("no --limit (a plain lock)")
-                      : "--limit " + std::to_string(limit);
-  };
-  throw_usage("lock " + quote(options.name) + " is held with "
-              + limit_text(held_limit) + "; this run asks for "
-              + limit_text(options.limit)
-              + ": every holder must ask for the same limit");
-}
-
 lock::Holder
 holder_of(const RunOptions& options) {
   return lock::Holder{proc::host_name(),
@@ -429,7 +416,10 @@ run(const RunOptions& options) {
   const auto outcome = acquire_or_undo(
       *store, request, wait_options_of(options.waiting), signals);
   if (outcome.attempt.limit_conflict) {
-    refuse_limit(options, *outcome.attempt.limit_conflict);
+    refuse_limit(options.name,
+                 *outcome.attempt.limit_conflict,
+                 options.limit,
+                 "this run");
   }
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {

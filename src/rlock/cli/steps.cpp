@@ -2,6 +2,7 @@
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -42,6 +43,20 @@ not_held(lock::LockStore& store, const std::string& name) {
   log::warning("lock " + quote(name) + " is not held by this token"
                + (whose.empty() ? "" : ": " + whose));
   return exit_code::k_failure;
+}
+
+void
+refuse_limit(const std::string& name,
+             std::int64_t held,
+             std::int64_t asked,
+             const std::string& who) {
+  const auto limit_text = [](std::int64_t limit) {
+    return limit == 0 ? std::string("no --limit (a plain lock)")
+                      : "--limit " + std::to_string(limit);
+  };
+  throw_usage("lock " + quote(name) + " is held with " + limit_text(held) + "; "
+              + who + " asks for " + limit_text(asked)
+              + ": every holder must ask for the same limit");
 }
 
 } // namespace rlock::cli
