@@ -53,6 +53,67 @@ TEST_CASE("decode_acquire: acquired with its fence") {
   CHECK(attempt.holder.empty());
 }
 
+TEST_CASE("decode_acquire: a semaphore's permit with its slot") {
+  const auto attempt = lock::decode_acquire(
+      array({integer(1), integer(1'700'000'000'123'456), integer(2)}), k_what);
+  CHECK(attempt.acquired);
+  CHECK(attempt.fence == 1'700'000'000'123'456);
+  CHECK(attempt.slot == 2);
+  CHECK_FALSE(attempt.limit_conflict);
+  // A plain lock has no slot.
+  CHECK(lock::decode_acquire(array({integer(1), integer(7)}), k_what).slot
+        == -1);
+}
+
+TEST_CASE("decode_acquire: held under another limit") {
+  const auto semaphore =
+      lock::decode_acquire(array({integer(2), integer(3)}), k_what);
+  CHECK_FALSE(semaphore.acquired);
+  CHECK(semaphore.limit_conflict == 3);
+  const auto plain =
+      lock::decode_acquire(array({integer(2), integer(0)}), k_what);
+  CHECK(plain.limit_conflict == 0);
+}
+
+TEST_CASE("decode_lock_state: a semaphore's live holders by slot") {
+  lock::LockState state;
+  state.key = "rlock:{sem}";
+  lock::decode_lock_state(state,
+                          array({bulk("limit"),
+                                 bulk("3"),
+                                 bulk("b:slot"),
+                                 bulk("1"),
+                                 bulk("b:fence"),
+                                 bulk("20"),
+                                 bulk("b:user"),
+                                 bulk("bob"),
+                                 bulk("a:slot"),
+                                 bulk("0"),
+                                 bulk("a:fence"),
+                                 bulk("10"),
+                                 bulk("d:slot"),
+                                 bulk("2")}),
+                          integer(9000),
+                          array({bulk("d"),
+                                 bulk("1000"),
+                                 bulk("b"),
+                                 bulk("5000"),
+                                 bulk("a"),
+                                 bulk("9000")}),
+                          1500);
+  CHECK(state.held);
+  CHECK(state.limit == 3);
+  // d's lease ended at 1000, before the server's now.
+  REQUIRE(state.holders.size() == 2);
+  CHECK(state.holders[0].token == "a");
+  CHECK(state.holders[0].fence == 10);
+  CHECK(state.holders[0].ttl_ms == 7500);
+  CHECK(state.holders[1].token == "b");
+  CHECK(state.holders[1].slot == 1);
+  CHECK(state.holders[1].user == "bob");
+  CHECK(state.token.empty());
+}
+
 TEST_CASE("decode_acquire: busy, with the holder") {
   const auto attempt = lock::decode_acquire(held_reply(), k_what);
   CHECK_FALSE(attempt.acquired);
