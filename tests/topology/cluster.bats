@@ -259,6 +259,23 @@ hold_on_every_master() {
   [[ ! -e ran ]]
 }
 
+@test "--limit 2 through the cluster URL: both keys of the semaphore on NAME's master, two holders at once, a third -n is 75, status shows HELD 2/2" {
+  local port name key
+  port=${CLUSTER_MASTER_PORTS%% *}
+  name=$(name_on "$port" sem)
+  key=$(lock_key "$name")
+  [[ $(slot_of "$(holders_key "$name")") == "$(slot_of "$key")" ]]
+  bg "$RLOCK" --limit 2 "$name" sleep 30
+  bg "$RLOCK" --limit 2 "$name" sleep 30
+  wait_until 10 eval '[[ $(topology_cli "$port" zcard "$(holders_key "$name")") == 2 ]]'
+  [[ $(exists_on "$key" "$port") == 1 ]]
+  run -75 rl --limit 2 -n "$name" true
+  run -64 --separate-stderr rl -n "$name" true
+  [[ $stderr == *"--limit 2"* ]]
+  run -0 rl status "$name"
+  [[ $output == *"HELD 2/2"* ]]
+}
+
 @test "acquire, check, extend, wait and release through the cluster URL" {
   local url=$RLOCK_CLUSTER_URL name key owner seed waiter
   unset RLOCK_URL
