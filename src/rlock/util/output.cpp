@@ -81,6 +81,11 @@ write(int fd, std::string text) {
       } else {
         g_queue.bytes += text.size();
         g_queue.items.push_back({fd, std::move(text)});
+        // Started at the first line: a quiet run (most of them) never pays
+        // for a thread.
+        if (!g_queue.writer.joinable()) {
+          g_queue.writer = std::thread(drain);
+        }
         g_queue.ready.notify_one();
       }
       return;
@@ -93,7 +98,6 @@ Deferred::Deferred() {
   std::lock_guard lock(g_queue.mutex);
   g_queue.deferred = true;
   g_queue.stopping = false;
-  g_queue.writer = std::thread(drain);
 }
 
 Deferred::~Deferred() {
@@ -102,7 +106,9 @@ Deferred::~Deferred() {
     g_queue.stopping = true;
     g_queue.ready.notify_one();
   }
-  g_queue.writer.join();
+  if (g_queue.writer.joinable()) {
+    g_queue.writer.join();
+  }
   std::size_t dropped = 0;
   {
     std::lock_guard lock(g_queue.mutex);
