@@ -113,6 +113,12 @@ renewal_failed() {
 
 # --- rlock killed by the OOM killer ---------------------------------------------
 
+# has_threads PID: true once PID runs a thread besides its main one.
+has_threads() {
+  local tasks=(/proc/"$1"/task/*)
+  ((${#tasks[@]} >= 2))
+}
+
 @test "rlock OOM-killed in a memory cgroup: the watchdog kills the child's group at once; the lease expires by itself within the TTL" {
   local hb=$BATS_TEST_TMPDIR/hb ev=$BATS_TEST_TMPDIR/ev r1 pgid token killed t0 pttl
   nf_memcg_create
@@ -122,6 +128,9 @@ renewal_failed() {
     "echo \"\$RLOCK_TOKEN\" >'$BATS_TEST_TMPDIR/token'; ($(heartbeat_script "$hb")) & wait"
   r1=$BG_PID
   wait_until 10 beating "$hb"
+  # The renewer's thread (whose stack nf_fault_in grows) starts 100 ms into
+  # the run.
+  wait_until 10 has_threads "$r1"
   pgid=$(child_group "$hb")
   token=$(<"$BATS_TEST_TMPDIR/token")
   # Only rlock goes into the cgroup; its child and the watchdog stay out.

@@ -277,6 +277,7 @@ TEST_CASE("a renewer takes a lease shorter than it set as lost") {
   const auto attempt = acquire(c, keys, "mine", timing.ttl);
   REQUIRE(attempt.acquired);
   lock::Renewer renewer(test_store(), keys.name, "mine", timing, attempt.sent);
+  renewer.start();
   c.command({"PEXPIRE", keys.lock, "350"});
   pollfd wake{renewer.wakeup_fd(), POLLIN, 0};
   const auto give_up = boot_now() + 2s;
@@ -297,6 +298,7 @@ TEST_CASE("renewal keeps a lock alive well past its TTL") {
   {
     lock::Renewer renewer(
         test_store(), keys.name, "renewed", timing, attempt.sent);
+    renewer.start();
     std::this_thread::sleep_for(1200ms); // four TTLs
     CHECK_FALSE(renewer.loss());
     CHECK(renewer.kill_deadline() > boot_now());
@@ -316,6 +318,7 @@ TEST_CASE("a renewer reports a deleted lock as lost at its next renewal") {
   const auto attempt = acquire(c, keys, "mine", timing.ttl);
   REQUIRE(attempt.acquired);
   lock::Renewer renewer(test_store(), keys.name, "mine", timing, attempt.sent);
+  renewer.start();
   c.command({"DEL", keys.lock});
   pollfd wake{renewer.wakeup_fd(), POLLIN, 0};
   const auto give_up = boot_now() + 2s;

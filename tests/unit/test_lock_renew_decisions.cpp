@@ -31,6 +31,7 @@ struct Renewing {
     const auto timing = lock::make_timing(ttl, std::nullopt).value();
     renewer = std::make_unique<lock::Renewer>(
         std::move(owned), "job", "token-1", timing, boot_now());
+    renewer->start();
   }
 
   // Waits for a loss for up to `limit`; returns it.
@@ -48,6 +49,22 @@ struct Renewing {
 };
 
 } // namespace
+
+TEST_CASE("the thread starts only when due: half a renewal interval at most") {
+  auto owned = std::make_unique<FakeStore>();
+  FakeStore* store = owned.get();
+  const auto timing = lock::make_timing(30s, std::nullopt).value();
+  const auto sent = boot_now();
+  lock::Renewer renewer(std::move(owned), "job", "token-1", timing, sent);
+  // Not yet started: the owner is to look again well before the deadline.
+  CHECK(renewer.next_check() < renewer.kill_deadline());
+  CHECK(renewer.next_check() <= sent + timing.renew_interval / 2);
+  renewer.stop();
+  // Stopped before it started: it never starts, and never connects.
+  renewer.start();
+  CHECK(renewer.next_check() == renewer.kill_deadline());
+  CHECK(store->count("connect") == 0);
+}
 
 TEST_CASE("renewals every third of the TTL keep the lease") {
   Renewing r([](FakeStore&) {});

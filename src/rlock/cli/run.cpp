@@ -229,12 +229,13 @@ supervise(proc::Child& child,
       child.resume();
     }
     if (!result.loss) {
+      renewer.start_when_due();
       // Should rlock be stopped from here on, the watchdog kills the group
       // at the lease's end on its own.
       watchdog_process.kill_at(renewer.kill_deadline()
                                + held.options.timing.kill_after);
     }
-    timer.arm(!result.loss ? std::optional(renewer.kill_deadline())
+    timer.arm(!result.loss ? std::optional(renewer.next_check())
               : killed     ? std::nullopt
                            : sigkill_at);
     wait_for_event(signals, renewer, timer);

@@ -67,8 +67,8 @@ public:
   // of the renewer once renewing, else of the acquisition.
   BootTime kill_deadline() const;
 
-  // Starts renewing the lease from a thread of its own, on a store of its
-  // own.
+  // Prepares renewing the lease from a thread of its own, on a store of its
+  // own; the owner starts the thread (Renewer::start_when_due()).
   Renewer& start_renewing();
 
   // Stops renewing and waits for the thread; safe to call more than once.

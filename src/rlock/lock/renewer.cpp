@@ -24,6 +24,12 @@ make_eventfd() {
   return UniqueFd(fd);
 }
 
+// How long a run goes without the renewal thread. The lease is safe
+// without it: the kill deadline, the watchdog and --restart-grace do not
+// depend on it; only an empty restart in these first milliseconds is
+// noticed at the first renewal rather than at once.
+constexpr Duration k_thread_delay = std::chrono::milliseconds(100);
+
 void
 signal_eventfd(int fd) {
   const std::uint64_t one = 1;
@@ -40,7 +46,8 @@ Renewer::Renewer(std::unique_ptr<LockStore> store,
     : m_store(std::move(store)), m_name(std::move(name)),
       m_token(std::move(token)), m_timing(timing), m_last_sent_ns(sent.count()),
       m_wakeup(make_eventfd()), m_stop(make_eventfd()),
-      m_thread([this] { run(); }) {
+      m_thread_due(std::min(boot_now() + k_thread_delay,
+                            sent + timing.renew_interval / 2)) {
 }
 
 Renewer::~Renewer() {
@@ -73,7 +80,29 @@ Renewer::drain_wakeups() const {
 }
 
 void
+Renewer::start() {
+  if (!m_stopped && !m_thread.joinable()) {
+    m_thread = std::thread([this] { run(); });
+  }
+}
+
+void
+Renewer::start_when_due() {
+  if (boot_now() >= m_thread_due) {
+    start();
+  }
+}
+
+BootTime
+Renewer::next_check() const {
+  const BootTime deadline = kill_deadline();
+  return m_thread.joinable() || m_stopped ? deadline
+                                          : std::min(deadline, m_thread_due);
+}
+
+void
 Renewer::stop() {
+  m_stopped = true;
   if (m_thread.joinable()) {
     signal_eventfd(m_stop.get());
     m_thread.join();

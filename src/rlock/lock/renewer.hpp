@@ -19,11 +19,14 @@ namespace rlock::lock {
 // it watches that connection: when the server closes it (a restart, or its
 // idle `timeout`), it renews at once on a new one, so that a lease lost to
 // an empty restart is noticed then. The owner watches kill_deadline() and
-// loss(), woken through wakeup_fd().
+// loss(), woken through wakeup_fd(), and starts the thread when
+// next_check() comes (start_when_due()): a command that ends sooner never
+// pays for a thread and a second connection.
 class Renewer {
 public:
-  // Starts renewing, on `store`, the lease `token` holds on lock `name`
-  // since the request sent at `sent`.
+  // Prepares renewing, on `store`, the lease `token` holds on lock `name`
+  // since the request sent at `sent`; the thread starts with
+  // start_when_due().
   Renewer(std::unique_ptr<LockStore> store,
           std::string name,
           std::string token,
@@ -32,6 +35,18 @@ public:
 
   // Stops the thread.
   ~Renewer();
+
+  // Starts the thread now; does nothing when started or after stop().
+  void start();
+
+  // Starts the thread once its start time has come (k_thread_delay after
+  // construction, or half a renewal interval after `sent` when sooner);
+  // does nothing before that, when started, or after stop().
+  void start_when_due();
+
+  // Returns when the owner must look again: kill_deadline(), or the
+  // thread's start time while that is sooner and the thread not started.
+  BootTime next_check() const;
 
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
@@ -92,6 +107,8 @@ private:
   bool m_at_risk = false; // guarded by m_loss_mutex
   UniqueFd m_wakeup;
   UniqueFd m_stop;
+  BootTime m_thread_due;
+  bool m_stopped = false;
   std::thread m_thread;
 };
 
