@@ -199,6 +199,7 @@ supervise(proc::Child& child,
   Supervision result;
   std::optional<BootTime> sigkill_at;
   bool killed = false;
+  bool reap_orphans = false;
   while (true) {
     const auto code = child.shell_status();
     // The loss first: a child that ended after its lease may have run out
@@ -221,6 +222,12 @@ supervise(proc::Child& child,
       result.exit_code = *code;
       return result;
     }
+    if (reap_orphans) {
+      // Orphans handed to us as subreaper must not stay zombies. Not when
+      // the child ended: nothing may stand between its end and the release.
+      proc::reap_children_except({child.pid(), watchdog});
+      reap_orphans = false;
+    }
     if (sigkill_at && !killed && boot_now() >= *sigkill_at) {
       proc::signal_tree(child, watchdog, SIGKILL);
       killed = true;
@@ -239,19 +246,14 @@ supervise(proc::Child& child,
               : killed     ? std::nullopt
                            : sigkill_at);
     wait_for_event(signals, renewer, timer);
-    bool child_changed = false;
     while (const int signal = signals.take()) {
       if (signal == SIGCHLD) {
-        child_changed = true;
+        reap_orphans = true;
       } else {
         // As is: a job someone paused stays paused (timeout(1) continues
         // only with its own kill signal).
         child.signal_group(signal);
       }
-    }
-    if (child_changed) {
-      // Orphans handed to us as subreaper must not stay zombies.
-      proc::reap_children_except({child.pid(), watchdog});
     }
   }
 }
