@@ -304,31 +304,24 @@ run_held(const Held& held, const proc::SignalBlock& signals) {
   // Orphaned descendants come to us rather than to init, so that a lost lock
   // can reach them.
   proc::become_subreaper();
-  try {
-    child.emplace(proc::Child::spawn(child_spec(held, signals)));
-  } catch (const Error&) {
-    end_hold(held);
-    throw;
-  }
-  // Armed before the command may start: the watchdog knows the run's
-  // processes by their group, rlock's tree and the token in their
-  // environment.
-  proc::Watchdog watchdog =
-      proc::Watchdog::start({child->pid(), run_marker(held)},
-                            options.timing.valid_until(lock.lease_start()));
+  // Armed before the command starts: the watchdog knows the run's processes
+  // by rlock's tree and the token in their environment, and by their group
+  // once it exists.
+  proc::Watchdog watchdog = proc::Watchdog::start(
+      {0, run_marker(held)}, options.timing.valid_until(lock.lease_start()));
   // The last moment to check that the command may still start.
   if (boot_now() >= lock.kill_deadline()) {
-    child->finish();
     disarm_watchdog(watchdog);
     return lease_ran_out_before_start(held);
   }
   try {
-    child->start();
+    child.emplace(proc::Child::spawn(child_spec(held, signals)));
   } catch (const Error&) {
     disarm_watchdog(watchdog);
     end_hold(held);
     throw;
   }
+  watchdog.watch_group(child->pid());
   // From here on no output may block the renewals or the kill path. After
   // the watchdog's fork: that child must not inherit a second thread.
   const output::Deferred deferred_output;

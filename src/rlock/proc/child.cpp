@@ -54,15 +54,16 @@ merged_environment(const std::vector<std::string>& additions) {
   return result;
 }
 
-// Runs in the forked child: only async-signal-safe calls until exec.
+// Runs in the vforked child, on rlock's memory while rlock waits: only
+// async-signal-safe calls that change nothing of rlock's, until the exec.
+// The exec's errno goes to `exec_error`, which rlock reads once it resumes.
 [[noreturn]] void
 exec_child(char** argv,
            char** envp,
            const sigset_t& mask,
            bool own_terminal,
            pid_t parent,
-           int go_fd,
-           int error_fd) {
+           volatile int* exec_error) {
   setpgid(0, 0);
   if (own_terminal) {
     tcsetpgrp(STDIN_FILENO, getpid()); // SIGTTOU is still blocked here
@@ -71,34 +72,32 @@ exec_child(char** argv,
   // group.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) {
-    _exit(EXIT_FAILURE); // not seen: rlock is gone or gave up
-  }
-  // Wait for the go: one byte. EOF means rlock gave up on the command.
-  char go = 0;
-  ssize_t n = 0;
-  while ((n = read(go_fd, &go, 1)) < 0 && errno == EINTR) {
-  }
-  if (n != 1) {
-    _exit(EXIT_FAILURE); // not seen: rlock is gone or gave up
+    _exit(EXIT_FAILURE); // not seen: rlock is gone
   }
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   execvpe(argv[0], argv, envp);
   const int error = errno;
-  [[maybe_unused]] const auto written = write(error_fd, &error, sizeof(error));
+  *exec_error = error;
   _exit(error == ENOENT ? k_shell_not_found : k_shell_not_executable);
 }
 
-// Waits for the exec in the child: returns 0 when it succeeded, else errno.
-int
-read_exec_error(int fd) {
-  int error = 0;
-  while (true) {
-    const auto n = read(fd, &error, sizeof(error));
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    return n == static_cast<ssize_t>(sizeof(error)) ? error : 0;
+// vfork: no copy of rlock's pages to make and fault in, and rlock goes on
+// only once the command runs (or failed to). Not posix_spawn: the child
+// must set its death signal and take the terminal. A function of its own,
+// so that no local of the caller lives across the vfork. Returns the pid,
+// or -1 with errno.
+[[gnu::noinline]] pid_t
+vfork_exec(char** argv,
+           char** envp,
+           const sigset_t& mask,
+           bool own_terminal,
+           pid_t parent,
+           volatile int* exec_error) {
+  const pid_t pid = vfork();
+  if (pid == 0) {
+    exec_child(argv, envp, mask, own_terminal, parent, exec_error);
   }
+  return pid;
 }
 
 } // namespace
@@ -109,8 +108,7 @@ Child::Child(pid_t pid, bool has_terminal)
 
 Child::Child(Child&& other) noexcept
     : m_pid(std::exchange(other.m_pid, -1)),
-      m_program(std::move(other.m_program)), m_go(std::move(other.m_go)),
-      m_exec_error(std::move(other.m_exec_error)),
+      m_program(std::move(other.m_program)),
       m_has_terminal(other.m_has_terminal),
       m_resume_pending(other.m_resume_pending) {
 }
@@ -128,32 +126,16 @@ Child::spawn(const ChildSpec& spec) {
   auto argv = c_strings(argv_strings);
   auto envp = c_strings(env_strings);
   const bool own_terminal = should_own_terminal();
-  int go_fds[2];
-  if (pipe2(go_fds, O_CLOEXEC) != 0) {
-    throw_errno("pipe");
-  }
-  UniqueFd go_read(go_fds[0]);
-  UniqueFd go_write(go_fds[1]);
-  int error_fds[2];
-  if (pipe2(error_fds, O_CLOEXEC) != 0) {
-    throw_errno("pipe");
-  }
-  UniqueFd error_read(error_fds[0]);
-  UniqueFd error_write(error_fds[1]);
   const pid_t parent = getpid();
-  const pid_t pid = fork();
+  volatile int exec_error = 0;
+  const pid_t pid = vfork_exec(argv.data(),
+                               envp.data(),
+                               spec.signal_mask,
+                               own_terminal,
+                               parent,
+                               &exec_error);
   if (pid < 0) {
     throw_errno("fork");
-  }
-  if (pid == 0) {
-    close(go_write.get()); // so that rlock's end is the only one
-    exec_child(argv.data(),
-               envp.data(),
-               spec.signal_mask,
-               own_terminal,
-               parent,
-               go_read.get(),
-               error_write.get());
   }
   // Both sides set the group and the terminal, so neither order races.
   setpgid(pid, pid);
@@ -162,24 +144,13 @@ Child::spawn(const ChildSpec& spec) {
   }
   Child child(pid, isatty(STDIN_FILENO) != 0);
   child.m_program = spec.argv.front();
-  child.m_go = std::move(go_write);
-  child.m_exec_error = std::move(error_read);
-  return child;
-}
-
-void
-Child::start() {
-  const char go = 1;
-  [[maybe_unused]] const auto n = write(m_go.get(), &go, 1);
-  m_go.reset();
-  const int error = read_exec_error(m_exec_error.get());
-  m_exec_error.reset();
-  if (error != 0) {
-    finish();
-    throw Error(error == ENOENT ? ErrorKind::not_found
-                                : ErrorKind::not_executable,
-                "cannot run " + quote(m_program) + ": " + std::strerror(error));
+  if (const int error = exec_error; error != 0) {
+    child.finish();
+    throw Error(
+        error == ENOENT ? ErrorKind::not_found : ErrorKind::not_executable,
+        "cannot run " + quote(child.m_program) + ": " + std::strerror(error));
   }
+  return child;
 }
 
 void

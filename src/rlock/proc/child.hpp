@@ -23,14 +23,10 @@ struct ChildSpec {
 // runs, and a job-control stop (Ctrl-Z) suspends rlock with it.
 class Child {
 public:
-  // Forks the child into its group, where it waits before the exec until
-  // start(): the caller can arm what guards the command and check that the
-  // command may still run. Throws Error (system: fork failed).
+  // Starts the command in a group of its own; returns once it runs. Throws
+  // Error: system when the fork failed; not_found or not_executable when
+  // the exec did, the child reaped.
   static Child spawn(const ChildSpec& spec);
-
-  // Lets the child exec; returns once the exec succeeded. Throws Error with
-  // not_found or not_executable, the child reaped.
-  void start();
 
   Child(Child&& other) noexcept;
   Child& operator=(Child&&) = delete;
@@ -74,8 +70,6 @@ private:
 
   pid_t m_pid = -1;
   std::string m_program;       // argv[0], for messages
-  UniqueFd m_go;               // closing it (or a byte) lets the child exec
-  UniqueFd m_exec_error;       // the exec's errno, or EOF once it succeeded
   bool m_has_terminal = false; // stdin is a terminal
   bool m_resume_pending = false;
   int m_termination_signal = 0;

@@ -24,7 +24,8 @@ namespace rlock::proc {
 namespace {
 
 // Messages on the pipe are 8-byte CLOCK_BOOTTIME instants in nanoseconds:
-// the new moment to fire at; 0 disarms.
+// the new moment to fire at; 0 disarms; a negative one is minus the
+// command's process group.
 constexpr std::int64_t k_disarm = 0;
 
 // Sweeps for processes that forked while the previous sweep stopped others;
@@ -78,13 +79,17 @@ stop_sweep(pid_t rlock,
 void
 kill_run(pid_t rlock, const WatchedRun& run) {
   std::vector<pid_t> stopped;
-  kill(-run.group, SIGSTOP);
+  if (run.group > 0) {
+    kill(-run.group, SIGSTOP);
+  }
   for (int sweep = 0; sweep < k_max_sweeps; ++sweep) {
     if (!stop_sweep(rlock, run.marker, stopped)) {
       break;
     }
   }
-  kill(-run.group, SIGKILL);
+  if (run.group > 0) {
+    kill(-run.group, SIGKILL);
+  }
   for (const pid_t pid : stopped) {
     kill(pid, SIGKILL);
   }
@@ -100,7 +105,7 @@ kill_run(pid_t rlock, const WatchedRun& run) {
 // allocating is safe here.
 [[noreturn]] void
 watch(int pipe_fd,
-      const WatchedRun& run,
+      WatchedRun run,
       std::int64_t kill_at_ns,
       std::atomic<int>* fired) {
   sigset_t all;
@@ -142,6 +147,10 @@ watch(int pipe_fd,
     }
     if (message == k_disarm) {
       _exit(0);
+    }
+    if (message < 0) {
+      run.group = static_cast<pid_t>(-message);
+      continue;
     }
     arm(timer_fd, message);
   }
@@ -234,6 +243,15 @@ Watchdog::kill_at(BootTime when) {
     m_kill_at_ns = when.count();
     [[maybe_unused]] const auto n =
         write(m_pipe.get(), &m_kill_at_ns, sizeof(m_kill_at_ns));
+  }
+}
+
+void
+Watchdog::watch_group(pid_t group) {
+  if (m_pid > 0 && group > 0) {
+    const std::int64_t message = -static_cast<std::int64_t>(group);
+    [[maybe_unused]] const auto n =
+        write(m_pipe.get(), &message, sizeof(message));
   }
 }
 

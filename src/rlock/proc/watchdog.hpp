@@ -13,7 +13,7 @@ namespace rlock::proc {
 
 // What the watchdog kills when it fires.
 struct WatchedRun {
-  pid_t group = -1;   // the command's process group
+  pid_t group = 0;    // the command's process group; 0 until watch_group()
   std::string marker; // an environment entry ("RLOCK_RUN_<token>=1") only
                       // this run's processes carry
 };
@@ -35,6 +35,11 @@ public:
 
   // Moves the moment the watchdog fires at (after a renewal).
   void kill_at(BootTime when);
+
+  // Tells the watchdog the command's process group, once it exists: the
+  // watchdog may be started before the command, which it finds meanwhile
+  // in rlock's tree and by the marker.
+  void watch_group(pid_t group);
 
   // Returns the last moment given to the watchdog to fire at.
   BootTime
