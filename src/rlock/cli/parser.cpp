@@ -92,14 +92,21 @@ build_app(RawOptions& raw) {
       "Exit: COMMAND's status, 128+N if it died of signal N; 64 usage,\n"
       "69 Redis unavailable, 70 lock lost, 75 not acquired,\n"
       "126/127 COMMAND not executable/not found. See rlock(1).");
+  // Each subcommand's options come with add_command_options(), for the one
+  // given: every command's table built on every run costs more than the
+  // rest of a run's start-up.
   for (const auto& command : command_table()) {
     const std::string name(command.name);
     auto* sub = app->add_subcommand(name, std::string(command.summary));
     sub->formatter(app->get_formatter());
     sub->footer(std::string(command.footer));
-    command.add_options(*sub, raw);
   }
   return app;
+}
+
+void
+add_command_options(CLI::App& app, const std::string& name, RawOptions& raw) {
+  find_command(name)->add_options(*app.get_subcommand(name), raw);
 }
 
 // The arguments split at NAME: rlock's options before, the command after.
@@ -305,6 +312,7 @@ parse_command_line(const std::vector<std::string>& args,
   const bool subcommand =
       !split.explicit_name && split.name && is_subcommand(*split.name);
   if (subcommand) {
+    add_command_options(*app, *split.name, raw);
     check_options_before(*app, split);
     throw_if_long_flag_given_value(*app->get_subcommand(*split.name), args);
   }
