@@ -126,8 +126,8 @@ mark_slot(const Held& held) {
 // Named after the token, so that a nested run adds its own mark and keeps
 // the outer ones: the outer watchdog still finds the inner run's command.
 std::string
-run_marker(const Held& held) {
-  return "RLOCK_RUN_" + held.lock.token() + "=1";
+run_marker(const std::string& token) {
+  return "RLOCK_RUN_" + token + "=1";
 }
 
 proc::ChildSpec
@@ -140,7 +140,7 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
                       "RLOCK_TOKEN=" + lock.token(),
                       "RLOCK_SUPERVISED_TOKEN=" + lock.token(),
                       "RLOCK_FENCE=" + std::to_string(lock.fence()),
-                      run_marker(held)};
+                      run_marker(lock.token())};
   if (lock.slot() >= 0) {
     spec.environment.push_back("RLOCK_SLOT=" + std::to_string(lock.slot()));
   }
@@ -296,19 +296,45 @@ private:
   lock::HeldLock& m_lock;
 };
 
+// Starts the watchdog for the run of `token`, to fire at `kill_at`: it knows
+// the run's processes by rlock's tree and the token in their environment,
+// and by their group once it exists.
+proc::Watchdog
+start_watchdog(const std::string& token, BootTime kill_at) {
+  return proc::Watchdog::start({0, run_marker(token)}, kill_at);
+}
+
+// A waiter starts its watchdog before the lock is free, so that a handoff
+// pays one fork less. Until the lock is held it has nothing to guard: its
+// deadline is one it never reaches, set when the lock is taken. A failure
+// is left to the run, which starts one then.
+void
+prepare_watchdog(std::optional<proc::Watchdog>& watchdog,
+                 const std::string& token) {
+  try {
+    watchdog.emplace(
+        start_watchdog(token, boot_now() + std::chrono::hours(24 * 3650)));
+  } catch (const Error&) {
+  }
+}
+
 int
-run_held(const Held& held, const proc::SignalBlock& signals) {
+run_held(const Held& held,
+         const proc::SignalBlock& signals,
+         std::optional<proc::Watchdog>& prepared) {
   const auto& options = held.options;
   auto& lock = held.lock;
   std::optional<proc::Child> child;
   // Orphaned descendants come to us rather than to init, so that a lost lock
   // can reach them.
   proc::become_subreaper();
-  // Armed before the command starts: the watchdog knows the run's processes
-  // by rlock's tree and the token in their environment, and by their group
-  // once it exists.
-  proc::Watchdog watchdog = proc::Watchdog::start(
-      {0, run_marker(held)}, options.timing.valid_until(lock.lease_start()));
+  // Armed before the command starts.
+  const BootTime kill_at = options.timing.valid_until(lock.lease_start());
+  if (!prepared) {
+    prepared.emplace(start_watchdog(lock.token(), kill_at));
+  }
+  proc::Watchdog& watchdog = *prepared;
+  watchdog.kill_at(kill_at);
   // The last moment to check that the command may still start.
   if (boot_now() >= lock.kill_deadline()) {
     disarm_watchdog(watchdog);
@@ -409,8 +435,11 @@ run(const RunOptions& options) {
                                   options.timing.ttl,
                                   holder_of(options),
                                   options.limit};
+  std::optional<proc::Watchdog> watchdog;
   const auto outcome = acquire_or_undo(
-      *store, request, wait_options_of(options.waiting), signals);
+      *store, request, wait_options_of(options.waiting), signals, [&] {
+        prepare_watchdog(watchdog, request.token);
+      });
   if (outcome.attempt.limit_conflict) {
     refuse_limit(options.name,
                  *outcome.attempt.limit_conflict,
@@ -463,7 +492,7 @@ run(const RunOptions& options) {
     }
   }
   try {
-    return run_held(held, signals);
+    return run_held(held, signals, watchdog);
   } catch (...) {
     // Whatever went wrong, the lock must not wait out its lease.
     lock.stop_renewing();

@@ -60,10 +60,21 @@ lock::WaitOutcome
 acquire_or_undo(lock::LockStore& store,
                 const lock::LockRequest& request,
                 const lock::WaitOptions& options,
-                const proc::SignalBlock& signals) {
+                const proc::SignalBlock& signals,
+                const std::function<void()>& before_waiting) {
+  auto hooks = make_wait_hooks(signals);
+  if (before_waiting) {
+    hooks.sleep = [&, sleep = std::move(hooks.sleep), prepared = false](
+                      int fd, Duration timeout) mutable {
+      if (!prepared) {
+        prepared = true;
+        before_waiting();
+      }
+      return sleep(fd, timeout);
+    };
+  }
   try {
-    auto outcome =
-        lock::wait_for_lock(store, request, options, make_wait_hooks(signals));
+    auto outcome = lock::wait_for_lock(store, request, options, hooks);
     if (outcome.uncertain
         && outcome.kind != lock::WaitOutcome::Kind::acquired) {
       store.release_quietly(request.name, request.token);

@@ -31,9 +31,13 @@ void connect_for_waiting(lock::LockStore& store, const WaitingOptions& waiting);
 // reply never came may have taken the lock: on an error, and when a wait
 // that lost a reply ends without the lock (a signal, -w ran out), it is
 // released again (compare-and-delete, bounded, best effort).
-lock::WaitOutcome acquire_or_undo(lock::LockStore& store,
-                                  const lock::LockRequest& request,
-                                  const lock::WaitOptions& options,
-                                  const proc::SignalBlock& signals);
+// `before_waiting`, when given, runs once before the first sleep: what the
+// caller can prepare while another holds the lock.
+lock::WaitOutcome
+acquire_or_undo(lock::LockStore& store,
+                const lock::LockRequest& request,
+                const lock::WaitOptions& options,
+                const proc::SignalBlock& signals,
+                const std::function<void()>& before_waiting = {});
 
 } // namespace rlock::cli
