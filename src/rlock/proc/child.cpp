@@ -56,14 +56,14 @@ merged_environment(const std::vector<std::string>& additions) {
 
 // Runs in the vforked child, on rlock's memory while rlock waits: only
 // async-signal-safe calls that change nothing of rlock's, until the exec.
-// The exec's errno goes to `exec_error`, which rlock reads once it resumes.
+// A failed exec's errno goes down `error_fd` (closed by a successful one).
 [[noreturn]] void
 exec_child(char** argv,
            char** envp,
            const sigset_t& mask,
            bool own_terminal,
            pid_t parent,
-           volatile int* exec_error) {
+           int error_fd) {
   setpgid(0, 0);
   if (own_terminal) {
     tcsetpgrp(STDIN_FILENO, getpid()); // SIGTTOU is still blocked here
@@ -77,7 +77,7 @@ exec_child(char** argv,
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   execvpe(argv[0], argv, envp);
   const int error = errno;
-  *exec_error = error;
+  [[maybe_unused]] const auto n = write(error_fd, &error, sizeof(error));
   _exit(error == ENOENT ? k_shell_not_found : k_shell_not_executable);
 }
 
@@ -92,12 +92,27 @@ vfork_exec(char** argv,
            const sigset_t& mask,
            bool own_terminal,
            pid_t parent,
-           volatile int* exec_error) {
+           int error_fd) {
   const pid_t pid = vfork();
   if (pid == 0) {
-    exec_child(argv, envp, mask, own_terminal, parent, exec_error);
+    exec_child(argv, envp, mask, own_terminal, parent, error_fd);
   }
   return pid;
+}
+
+// Returns the errno of the child's failed exec, 0 once it succeeded. A pipe
+// rather than a word of the shared memory: sanitizers (TSan) turn vfork into
+// fork, and then only the pipe tells, and waits for the exec.
+int
+read_exec_error(int fd) {
+  int error = 0;
+  while (true) {
+    const auto n = read(fd, &error, sizeof(error));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    return n == static_cast<ssize_t>(sizeof(error)) ? error : 0;
+  }
 }
 
 } // namespace
@@ -127,16 +142,22 @@ Child::spawn(const ChildSpec& spec) {
   auto envp = c_strings(env_strings);
   const bool own_terminal = should_own_terminal();
   const pid_t parent = getpid();
-  volatile int exec_error = 0;
+  int error_fds[2];
+  if (pipe2(error_fds, O_CLOEXEC) != 0) {
+    throw_errno("pipe");
+  }
+  UniqueFd error_read(error_fds[0]);
+  UniqueFd error_write(error_fds[1]);
   const pid_t pid = vfork_exec(argv.data(),
                                envp.data(),
                                spec.signal_mask,
                                own_terminal,
                                parent,
-                               &exec_error);
+                               error_write.get());
   if (pid < 0) {
     throw_errno("fork");
   }
+  error_write.reset(); // so that the exec's close is the last
   // Both sides set the group and the terminal, so neither order races.
   setpgid(pid, pid);
   if (own_terminal) {
@@ -144,7 +165,7 @@ Child::spawn(const ChildSpec& spec) {
   }
   Child child(pid, isatty(STDIN_FILENO) != 0);
   child.m_program = spec.argv.front();
-  if (const int error = exec_error; error != 0) {
+  if (const int error = read_exec_error(error_read.get()); error != 0) {
     child.finish();
     throw Error(
         error == ENOENT ? ErrorKind::not_found : ErrorKind::not_executable,
