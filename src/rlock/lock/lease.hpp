@@ -112,11 +112,9 @@ struct ServerLockState {
   std::string error; // why it did not answer; "" when it did
 };
 
-// One holder of a semaphore (a lock with a limit), as status shows it.
-struct PermitHolder {
+// Who holds a lock, or a permit of a semaphore, as the server records it.
+struct HolderRecord {
   std::string token;
-  std::int64_t slot = 0;
-  std::int64_t ttl_ms = 0;
   std::int64_t fence = 0;
   std::string host;
   std::int64_t pid = 0;
@@ -126,21 +124,19 @@ struct PermitHolder {
   std::int64_t renewals = 0;
 };
 
-// What the store says about one lock at one moment.
-struct LockState {
+// One holder of a semaphore (a lock with a limit), as status shows it.
+struct PermitHolder : HolderRecord {
+  std::int64_t slot = 0;
+  std::int64_t ttl_ms = 0;
+};
+
+// What the store says about one lock at one moment. The holder's record
+// is meaningful only when held.
+struct LockState : HolderRecord {
   std::string name;
   std::string key;
   bool held = false;
-  // The fields below are meaningful only when held.
-  std::int64_t ttl_ms = -1; // -1: the lease has no expiry
-  std::string token;
-  std::int64_t fence = 0;
-  std::string host;
-  std::int64_t pid = 0;
-  std::string user;
-  std::string command;
-  std::int64_t acquired_ms = 0; // server time, ms since the epoch
-  std::int64_t renewals = 0;
+  std::int64_t ttl_ms = -1; // when held; -1: the lease has no expiry
   // Waiters alive in the --fair queue (others are not counted).
   std::int64_t waiters = 0;
   // A semaphore: its limit and live holders, by slot (the holder fields

@@ -50,7 +50,7 @@ decode_busy(const redis::Reply& reply,
 }
 
 void
-fill_field(LockState& state,
+fill_field(HolderRecord& state,
            const std::string& field,
            const std::string& value) {
   if (field == "token") {
@@ -78,20 +78,8 @@ fill_holder_field(PermitHolder& holder,
                   const std::string& value) {
   if (field == "slot") {
     holder.slot = to_int(value);
-  } else if (field == "fence") {
-    holder.fence = to_int(value);
-  } else if (field == "host") {
-    holder.host = value;
-  } else if (field == "pid") {
-    holder.pid = to_int(value);
-  } else if (field == "user") {
-    holder.user = value;
-  } else if (field == "command") {
-    holder.command = value;
-  } else if (field == "acquired_ms") {
-    holder.acquired_ms = to_int(value);
-  } else if (field == "renewals") {
-    holder.renewals = to_int(value);
+  } else if (field != "token") { // the token is the one of its key
+    fill_field(holder, field, value);
   }
 }
 
