@@ -88,8 +88,9 @@ show(const lock::StatusSnapshot& snapshot) {
   (void)cli::format_status_json(snapshot);
 }
 
-// As lock/status.cpp reads `names`: TIME, then per lock HGETALL, PTTL and
-// ZCOUNT; in a listing, a key that is not a lock is skipped.
+// As lock/status.cpp reads `names`: TIME, then per lock HGETALL, PTTL,
+// ZCOUNT and a semaphore's holders (ZRANGE WITHSCORES); in a listing, a key
+// that is not a lock is skipped.
 lock::StatusSnapshot
 read_states(ReplyQueue& replies,
             const std::vector<std::string>& names,
@@ -103,8 +104,10 @@ read_states(ReplyQueue& replies,
     const auto& hash = replies.next();
     const auto& pttl = replies.next();
     const auto& waiters = replies.next();
+    const auto& holders = replies.next();
     if (!(listing && hash.is_error())) {
-      lock::decode_lock_state(state, hash, pttl);
+      lock::decode_lock_state(
+          state, hash, pttl, holders, snapshot.server_now_ms);
     }
     state.waiters = lock::decode_waiters(waiters, state.key);
     snapshot.locks.push_back(std::move(state));
