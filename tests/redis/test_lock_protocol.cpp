@@ -390,7 +390,7 @@ TEST_CASE("replicas that do not confirm within a short reply timeout: "
                                   30s,
                                   k_holder};
   try {
-    store->acquire(request, Duration::zero());
+    store->acquire(request, lock::WaiterEntry{});
     FAIL("acquired without a replica");
   } catch (const redis::Failure& failure) {
     CHECK(failure.failure_kind() == redis::FailureKind::unconfirmed);

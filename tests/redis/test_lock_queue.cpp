@@ -37,7 +37,8 @@ fair_attempt(redis::Connection& c,
              const lock::LockKeys& keys,
              const std::string& token,
              Duration queue_ttl = 10s) {
-  return lock::try_acquire(c, keys, token, 30s, k_holder, queue_ttl);
+  return lock::try_acquire(
+      c, keys, token, 30s, k_holder, lock::WaiterEntry{queue_ttl});
 }
 
 // Waits up to a second for a message on `subscription`.

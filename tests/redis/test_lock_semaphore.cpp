@@ -38,7 +38,7 @@ take(redis::Connection& c,
      std::int64_t limit,
      Duration ttl = 30s) {
   return lock::try_acquire(
-      c, keys, token, ttl, k_holder, Duration::zero(), limit);
+      c, keys, token, ttl, k_holder, lock::WaiterEntry{}, limit);
 }
 
 } // namespace

@@ -67,9 +67,10 @@ public:
   }
 
   lock::AcquireAttempt
-  acquire(const lock::LockRequest&, Duration queue_ttl) override {
+  acquire(const lock::LockRequest&, const lock::WaiterEntry& entry) override {
     calls.push_back("acquire");
-    last_queue_ttl = queue_ttl;
+    last_queue_ttl = entry.queue_ttl;
+    last_writer_ttl = entry.writer_ttl;
     return next_answer();
   }
 
@@ -194,6 +195,7 @@ public:
   int watch_fails = 0;
   int connect_fails = 0;
   Duration last_queue_ttl{};
+  Duration last_writer_ttl{};
   std::function<void()> throw_failure;
 
   lock::AcquireAttempt

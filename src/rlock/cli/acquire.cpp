@@ -37,6 +37,11 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
                        "a semaphore: at most N holders at once (slot printed)")
       ->type_name("N")
       ->group("Locking");
+  app.add_flag("--shared",
+               raw.step.shared,
+               "a shared (read) lock: shared holders together, a plain one "
+               "alone")
+      ->group("Locking");
   detail::add_wait_options(app, raw, true);
   app.add_flag(
          "--json", raw.step.json, "print {name, key, token, fence, ttl_ms}")
@@ -62,7 +67,8 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
                                   : Output::token;
   options.ttl = detail::duration_or(
       raw.step.ttl, defaults::k_acquire_ttl, "--ttl", false);
-  options.limit = detail::limit_of(raw.step.limit, options.server);
+  options.limit =
+      detail::limit_of(raw.step.limit, raw.step.shared, options.server);
   options.name = detail::validated_name(raw.step.name);
   return options;
 }
@@ -141,8 +147,8 @@ CommandEntry
 acquire_command() {
   return {"acquire",
           "take the lock for a script; print the token",
-          "rlock acquire [-n|-w D] [-t D] [--fair] [--limit N] [--json|--env] "
-          "NAME",
+          "rlock acquire [-n|-w D] [-t D] [--fair] [--limit N|--shared] "
+          "[--json|--env] NAME",
           "Exit: 0 acquired (token on stdout), 75 not acquired (-E), 69 Redis\n"
           "unavailable. Example: eval \"$(rlock acquire --env NAME)\"",
           add_options,

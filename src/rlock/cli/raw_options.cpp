@@ -1,5 +1,6 @@
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/lock/keys.hpp>
+#include <rlock/lock/lease.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 
@@ -596,12 +597,28 @@ timing_of(Duration ttl, std::optional<Duration> kill_after) {
   return timing.value();
 }
 
-// Returns --limit's N, 1..k_max_limit; 0 without the option. Several --url
-// are refused: a permit granted by a majority of servers is not one of N
-// (two majorities of the quorum's servers may each count N holders of
-// their own), so N permits over a quorum would admit more than N.
+// Returns --limit's N, 1..k_max_limit; lock::k_shared_limit for --shared;
+// 0 for neither. Several --url are refused: a permit granted by a majority
+// of servers is not one of N (two majorities of the quorum's servers may
+// each count N holders of their own), so N permits over a quorum would
+// admit more than N; and a quorum keeps one holder per NAME.
 std::int64_t
-limit_of(const std::optional<std::string>& text, const ServerOptions& server) {
+limit_of(const std::optional<std::string>& text,
+         bool shared,
+         const ServerOptions& server) {
+  if (shared && text) {
+    throw_usage("--shared: not with --limit " + quote(*text)
+                + ": shared holders are not counted (--limit N admits N "
+                  "holders of a semaphore; --shared any number of readers, "
+                  "none while a plain holder runs)");
+  }
+  if (shared && !server.members.empty()) {
+    throw_usage("--shared: not with several --url: a quorum of servers "
+                "keeps one holder per NAME");
+  }
+  if (shared) {
+    return lock::k_shared_limit;
+  }
   if (!text) {
     return 0;
   }

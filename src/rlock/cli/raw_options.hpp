@@ -28,6 +28,7 @@ struct RunRaw {
   std::optional<std::string> hold;
   std::optional<std::string> once_per;
   std::optional<std::string> limit;
+  bool shared = false;
   std::string events;
 };
 
@@ -56,6 +57,7 @@ struct StepRaw {
   bool json = false;
   bool env = false;
   std::optional<std::string> limit; // acquire
+  bool shared = false;              // acquire
 };
 
 // Every option as typed; the optional ones are empty when not given (an
@@ -135,10 +137,12 @@ lock::LeaseTiming timing_of(Duration ttl, std::optional<Duration> kill_after);
 // is still "do not wait".
 WaitingOptions waiting_of(const RawOptions& raw);
 
-// Returns --limit's N (run, acquire), 1..defaults::k_max_limit; 0 without
-// the option. Throws a usage error for another value, or with a quorum of
-// servers in `server`.
+// Returns the lock's limit (run, acquire): --limit's N, 1..
+// defaults::k_max_limit; lock::k_shared_limit when `shared` (--shared); 0
+// for neither. Throws a usage error for another value, for both, or with a
+// quorum of servers in `server`.
 std::int64_t limit_of(const std::optional<std::string>& text,
+                      bool shared,
                       const ServerOptions& server);
 
 // Returns --restart-grace, else $RLOCK_RESTART_GRACE, else the default; zero

@@ -101,11 +101,6 @@ add_flock_options(CLI::App& app, detail::RawOptions& raw) {
 
 std::optional<std::string>
 flock_option_advice(const std::string& option) {
-  if (option == "-s" || option == "--shared") {
-    return option
-           + ": shared (read) locks are not available yet; without it the "
-             "lock is exclusive";
-  }
   if (option == "-u" || option == "--unlock") {
     return option
            + ": rlock releases the lock itself when COMMAND ends; to release "
@@ -159,6 +154,11 @@ add_run_options(CLI::App& app, detail::RawOptions& raw) {
                        "$RLOCK_SLOT in 0..N-1")
       ->type_name("N")
       ->group(locking);
+  app.add_flag("-s,--shared",
+               run.shared,
+               "a shared (read) lock: shared holders run together, a plain "
+               "one alone")
+      ->group(locking);
   const std::string cron = "Cron";
   detail::add_optional(
       app, "--hold", run.hold, "keep the lock at least D after acquiring it")
@@ -201,7 +201,7 @@ run_options_of(const detail::RawOptions& raw,
   options.hold = detail::optional_duration_of(run.hold, "--hold", false);
   options.once_per = once_per_of(run.once_per);
   options.events_path = run.events;
-  options.limit = detail::limit_of(run.limit, options.server);
+  options.limit = detail::limit_of(run.limit, run.shared, options.server);
   // NAME and COMMAND last: a bad option value explains more than the
   // "missing COMMAND" it may have caused by swallowing a word.
   options.name = detail::validated_name(name);

@@ -92,15 +92,18 @@ row_of(const lock::LockState& state,
 constexpr std::size_t k_token_shown = 12;
 
 // A semaphore's rows: "HELD 2/3" with its last lease's TTL, then one row
-// per holder, its NAME cell the slot and the token's start.
+// per holder, its NAME cell the slot and the token's start. A shared lock's
+// alike: "SHARED 2", and the token's start alone.
 std::vector<Row>
 semaphore_rows(const lock::LockState& state,
                std::int64_t now_ms,
                bool with_servers,
                bool with_queue) {
+  const bool shared = state.limit == lock::k_shared_limit;
+  const std::string count = std::to_string(state.holders.size());
   Row head{printable(state.name),
-           "HELD " + std::to_string(state.holders.size()) + "/"
-               + std::to_string(state.limit),
+           shared ? "SHARED " + count
+                  : "HELD " + count + "/" + std::to_string(state.limit),
            "-",
            ttl_text(state),
            "-"};
@@ -110,10 +113,11 @@ semaphore_rows(const lock::LockState& state,
   if (with_queue) {
     head.push_back(std::to_string(state.waiters));
   }
-  head.push_back("(--limit " + std::to_string(state.limit) + ")");
+  head.push_back(shared ? "(--shared)"
+                        : "(--limit " + std::to_string(state.limit) + ")");
   std::vector<Row> rows{std::move(head)};
   for (const auto& holder : state.holders) {
-    Row row{"  " + std::to_string(holder.slot) + " "
+    Row row{"  " + (shared ? "" : std::to_string(holder.slot) + " ")
                 + printable(holder.token.substr(0, k_token_shown)),
             printable(holder.user + "@" + holder.host + ":"
                       + std::to_string(holder.pid)),
@@ -304,16 +308,20 @@ nlohmann::ordered_json
 holders_json(const lock::LockState& state) {
   auto holders = nlohmann::ordered_json::array();
   for (const auto& holder : state.holders) {
-    holders.push_back(
-        {{"slot", holder.slot},
-         {"token", holder.token},
-         {"ttl_ms", holder.ttl_ms},
-         {"fence", holder.fence},
-         {"owner",
-          {{"host", holder.host}, {"pid", holder.pid}, {"user", holder.user}}},
-         {"command", holder.command},
-         {"acquired_at", format_iso8601_utc(holder.acquired_ms)},
-         {"renewals", holder.renewals}});
+    nlohmann::ordered_json entry;
+    if (state.limit != lock::k_shared_limit) {
+      entry["slot"] = holder.slot;
+    }
+    entry.update(nlohmann::ordered_json{
+        {"token", holder.token},
+        {"ttl_ms", holder.ttl_ms},
+        {"fence", holder.fence},
+        {"owner",
+         {{"host", holder.host}, {"pid", holder.pid}, {"user", holder.user}}},
+        {"command", holder.command},
+        {"acquired_at", format_iso8601_utc(holder.acquired_ms)},
+        {"renewals", holder.renewals}});
+    holders.push_back(std::move(entry));
   }
   return holders;
 }
@@ -336,7 +344,7 @@ format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
   }
   rows.front().push_back("COMMAND");
   for (const auto& state : snapshot.locks) {
-    if (state.held && state.limit > 0) {
+    if (state.held && state.limit != 0) {
       for (auto& row : semaphore_rows(
                state, snapshot.server_now_ms, with_servers, with_queue)) {
         rows.push_back(std::move(row));
@@ -367,15 +375,19 @@ format_status_json(const lock::StatusSnapshot& snapshot,
   for (const auto& state : snapshot.locks) {
     nlohmann::ordered_json entry{
         {"name", state.name}, {"key", state.key}, {"held", state.held}};
-    const bool semaphore = state.held && state.limit > 0;
-    if (semaphore) {
+    const bool several_holders = state.held && state.limit != 0;
+    if (several_holders) {
       // One holder's fields would hide the others': they are in `holders`.
       entry["ttl_ms"] = state.ttl_ms;
       for (const char* field :
            {"token", "fence", "owner", "command", "acquired_at", "renewals"}) {
         entry[field] = nullptr;
       }
-      entry["limit"] = state.limit;
+      if (state.limit == lock::k_shared_limit) {
+        entry["shared"] = true;
+      } else {
+        entry["limit"] = state.limit;
+      }
       entry["holders"] = holders_json(state);
     } else if (state.held) {
       entry["ttl_ms"] = state.ttl_ms < 0 ? nlohmann::ordered_json(nullptr)

@@ -2,6 +2,7 @@
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/lease.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
@@ -52,11 +53,13 @@ refuse_limit(const std::string& name,
              const std::string& who) {
   const auto limit_text = [](std::int64_t limit) {
     return limit == 0 ? std::string("no --limit (a plain lock)")
-                      : "--limit " + std::to_string(limit);
+           : limit == lock::k_shared_limit ? std::string("--shared")
+                                           : "--limit " + std::to_string(limit);
   };
   throw_usage("lock " + quote(name) + " is held with " + limit_text(held) + "; "
               + who + " asks for " + limit_text(asked)
-              + ": every holder must ask for the same limit");
+              + ": every holder must ask for the same limit (a plain lock and "
+                "--shared take turns)");
 }
 
 } // namespace rlock::cli

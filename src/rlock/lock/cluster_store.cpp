@@ -207,9 +207,9 @@ ClusterStore::routed(std::string_view name, Step&& step) {
 }
 
 AcquireAttempt
-ClusterStore::acquire(const LockRequest& request, Duration queue_ttl) {
+ClusterStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   return routed(request.name, [&](RedisStore& store, auto&&, int) {
-    return store.acquire(request, queue_ttl);
+    return store.acquire(request, entry);
   });
 }
 

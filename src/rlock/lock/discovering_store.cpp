@@ -78,9 +78,10 @@ DiscoveringStore::key_of(std::string_view name) const {
 }
 
 AcquireAttempt
-DiscoveringStore::acquire(const LockRequest& request, Duration queue_ttl) {
+DiscoveringStore::acquire(const LockRequest& request,
+                          const WaiterEntry& entry) {
   return on_store(
-      [&](LockStore& store) { return store.acquire(request, queue_ttl); });
+      [&](LockStore& store) { return store.acquire(request, entry); });
 }
 
 AcquireAttempt

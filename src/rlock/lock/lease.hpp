@@ -22,14 +22,32 @@ struct Holder {
   std::string command;
 };
 
+// The limit of a shared (read) lock: any number of shared holders at once,
+// and no plain holder while one lives. Plain and shared holders take turns
+// on one NAME; a semaphore's limit is a lock of its own kind.
+inline constexpr std::int64_t k_shared_limit = -1;
+
 // A request to hold lock `name` with `token` for `ttl`: the lock itself
-// (limit 0), or one of `limit` permits of a semaphore.
+// (limit 0), one of `limit` permits of a semaphore, or a shared hold
+// (k_shared_limit).
 struct LockRequest {
   std::string name;
   std::string token;
   Duration ttl{};
   Holder holder;
   std::int64_t limit = 0;
+};
+
+// How a waiter that does not get the lock keeps its place meanwhile (zero:
+// it does not).
+struct WaiterEntry {
+  // --fair: joins the queue, or refreshes its place there, for this long.
+  Duration queue_ttl{};
+  // A plain waiter, while shared holders hold the lock: holds new shared
+  // holders back for this long (writers first).
+  Duration writer_ttl{};
+
+  bool operator==(const WaiterEntry&) const = default;
 };
 
 // The answer to one acquire attempt.
@@ -43,7 +61,7 @@ struct AcquireAttempt {
   // 0..limit-1 no other live holder had (-1 for a plain lock).
   std::int64_t slot = -1;
   // When not acquired because the lock has live holders under another
-  // limit: that limit (0: a plain lock).
+  // limit: that limit (0: a plain lock, k_shared_limit: a shared one).
   std::optional<std::int64_t> limit_conflict;
   // When the request was sent: the lease counts from here.
   BootTime sent{};
@@ -59,6 +77,9 @@ struct AcquireAttempt {
   std::int64_t holder_ttl_ms = 0;
   // When not acquired: how long the holder has held it.
   std::int64_t held_ms = 0;
+  // When not acquired: shared holders hold it (a plain waiter's
+  // WaiterEntry::writer_ttl then holds new ones back until refreshed).
+  bool shared_holders = false;
   // When not acquired because the server started too recently
   // (--restart-grace): why, for people; retry_ms is when the grace ends.
   std::string held_back;
@@ -141,7 +162,8 @@ struct LockState : HolderRecord {
   std::int64_t waiters = 0;
   // A semaphore: its limit and live holders, by slot (the holder fields
   // above are then unset, and ttl_ms is until the last lease ends). 0 and
-  // none for a plain lock.
+  // none for a plain lock; k_shared_limit and its shared holders for a
+  // shared one.
   std::int64_t limit = 0;
   std::vector<PermitHolder> holders;
   // Redis Cluster: the master that keeps the lock and its key's slot

@@ -33,8 +33,11 @@ acquire_call(const LockKeys& keys,
              const std::string& token,
              Duration ttl,
              const Holder& holder,
-             Duration queue_ttl,
+             const WaiterEntry& entry,
              std::int64_t limit) {
+  const auto ms_or_zero = [](Duration duration) {
+    return duration > Duration::zero() ? milliseconds_of(duration) : "0";
+  };
   return {&redis::k_acquire_script,
           keys.script_keys(),
           {token,
@@ -43,9 +46,10 @@ acquire_call(const LockKeys& keys,
            std::to_string(holder.pid),
            holder.user,
            holder.command,
-           queue_ttl > Duration::zero() ? milliseconds_of(queue_ttl) : "0",
+           ms_or_zero(entry.queue_ttl),
            std::to_string(limit),
-           keys.channel_prefix},
+           keys.channel_prefix,
+           ms_or_zero(entry.writer_ttl)},
           "cannot acquire lock " + quote(keys.name)};
 }
 
@@ -135,10 +139,10 @@ try_acquire(redis::Connection& connection,
             const std::string& token,
             Duration ttl,
             const Holder& holder,
-            Duration queue_ttl,
+            const WaiterEntry& entry,
             std::int64_t limit) {
   const BootTime sent = boot_now();
-  const auto call = acquire_call(keys, token, ttl, holder, queue_ttl, limit);
+  const auto call = acquire_call(keys, token, ttl, holder, entry, limit);
   auto attempt = decode_acquire(run(connection, call), call.what);
   attempt.sent = sent;
   return attempt;

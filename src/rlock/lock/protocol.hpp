@@ -29,12 +29,13 @@ struct ScriptCall {
   std::vector<std::string> command(bool eval = false) const;
 };
 
-// With a `limit`, one of that many permits of a semaphore.
+// With a `limit`, one of that many permits of a semaphore, or a shared
+// hold (k_shared_limit).
 ScriptCall acquire_call(const LockKeys& keys,
                         const std::string& token,
                         Duration ttl,
                         const Holder& holder,
-                        Duration queue_ttl = Duration::zero(),
+                        const WaiterEntry& entry = {},
                         std::int64_t limit = 0);
 ScriptCall renew_call(const LockKeys& keys,
                       const std::string& token,
@@ -57,17 +58,17 @@ ScriptCall raise_fence_call(const LockKeys& keys,
                             const std::string& token,
                             std::int64_t fence);
 
-// Tries once to take the lock with `token` for `ttl`. With a `queue_ttl`, a
-// waiter that does not get it joins the FIFO queue (or refreshes its place
-// there) for that long. With a `limit`, takes one of that many permits of
-// a semaphore. Throws Error (unavailable) when Redis fails or answers with
-// an error.
+// Tries once to take the lock with `token` for `ttl`. A waiter that does
+// not get it keeps its place as `entry` says: in the FIFO queue, or as a
+// writer that holds new shared holders back. With a `limit`, takes one of
+// that many permits of a semaphore, or a shared hold (k_shared_limit).
+// Throws Error (unavailable) when Redis fails or answers with an error.
 AcquireAttempt try_acquire(redis::Connection& connection,
                            const LockKeys& keys,
                            const std::string& token,
                            Duration ttl,
                            const Holder& holder,
-                           Duration queue_ttl = Duration::zero(),
+                           const WaiterEntry& entry = {},
                            std::int64_t limit = 0);
 
 // Takes a waiter that gives up out of the queue, waking the next one if the

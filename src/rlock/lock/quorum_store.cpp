@@ -427,16 +427,16 @@ QuorumStore::raise_fence(const std::vector<std::size_t>& members,
 }
 
 AcquireAttempt
-QuorumStore::acquire(const LockRequest& request, Duration queue_ttl) {
+QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
   const int quorum = m_deployment.quorum;
   const BootTime sent = boot_now();
-  const auto answers = round(
-      all_members(),
-      acquire_call(
-          lock_keys, request.token, request.ttl, request.holder, queue_ttl),
-      per_server_time(request.ttl),
-      true);
+  const auto answers =
+      round(all_members(),
+            acquire_call(
+                lock_keys, request.token, request.ttl, request.holder, entry),
+            per_server_time(request.ttl),
+            true);
   // Who granted it, who may have (no reply, or one that does not count),
   // and what the others said.
   std::vector<std::size_t> granted;

@@ -35,7 +35,7 @@ public:
   std::unique_ptr<LockStore> another() const override;
   std::string key_of(std::string_view name) const override;
   AcquireAttempt acquire(const LockRequest& request,
-                         Duration queue_ttl) override;
+                         const WaiterEntry& entry) override;
   AcquireAttempt peek(std::string_view name) override;
   std::int64_t lease_remaining_ms(std::string_view name) override;
   Renewal renew(std::string_view name,

@@ -229,7 +229,7 @@ RedisStore::on_current_master(Step&& step) {
 }
 
 AcquireAttempt
-RedisStore::acquire(const LockRequest& request, Duration queue_ttl) {
+RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
   return on_current_master([&](redis::Connection& c) {
     const auto undo = [&] { lock::release(c, lock_keys, request.token); };
@@ -243,7 +243,7 @@ RedisStore::acquire(const LockRequest& request, Duration queue_ttl) {
                              request.token,
                              request.ttl,
                              request.holder,
-                             queue_ttl,
+                             entry,
                              request.limit);
         },
         undo);

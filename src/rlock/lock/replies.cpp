@@ -47,6 +47,9 @@ decode_busy(const redis::Reply& reply,
   if (fields.size() >= 7) {
     attempt.held_ms = redis::integer_of(fields[6], what);
   }
+  if (fields.size() >= 8) {
+    attempt.shared_holders = redis::integer_of(fields[7], what) == 1;
+  }
 }
 
 void
@@ -113,9 +116,11 @@ fill_semaphore(LockState& state,
     }
     state.holders.push_back(std::move(holder));
   }
-  std::sort(state.holders.begin(),
-            state.holders.end(),
-            [](const auto& a, const auto& b) { return a.slot < b.slot; });
+  // A shared lock's holders have no slot: they stay in lease order.
+  std::stable_sort(
+      state.holders.begin(),
+      state.holders.end(),
+      [](const auto& a, const auto& b) { return a.slot < b.slot; });
   state.held = !state.holders.empty();
 }
 

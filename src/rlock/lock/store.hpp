@@ -45,12 +45,12 @@ public:
   // Returns where lock `name` is kept, for people and scripts ($RLOCK_KEY).
   virtual std::string key_of(std::string_view name) const = 0;
 
-  // Tries once to take the lock for `request`. With a `queue_ttl`, a waiter
-  // that does not get it joins the --fair queue (or refreshes its place
-  // there) for that long. A store that holds new servers back
-  // (--restart-grace) answers busy with `held_back` set while it does.
+  // Tries once to take the lock for `request`. A waiter that does not get
+  // it keeps its place as `entry` says (the --fair queue, a writer's mark).
+  // A store that holds new servers back (--restart-grace) answers busy with
+  // `held_back` set while it does.
   virtual AcquireAttempt acquire(const LockRequest& request,
-                                 Duration queue_ttl) = 0;
+                                 const WaiterEntry& entry) = 0;
 
   // Looks at the lock without taking it: `acquired` is true when it is
   // free, else the holder and retry hint are set as by acquire().

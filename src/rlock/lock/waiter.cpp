@@ -67,10 +67,12 @@ public:
          Duration ttl,
          const WaitOptions& options,
          const WaitHooks& hooks,
-         std::function<void()> leave)
+         std::function<void()> leave,
+         bool marks_writer = false)
       : m_attempt(std::move(attempt)), m_remaining(std::move(remaining)),
         m_store(store), m_name(name), m_token(token), m_ttl(ttl),
-        m_options(options), m_hooks(hooks), m_leave(std::move(leave)) {
+        m_options(options), m_hooks(hooks), m_leave(std::move(leave)),
+        m_marks_writer(marks_writer) {
     if (options.timeout) {
       m_deadline = now() + *options.timeout;
     }
@@ -103,6 +105,8 @@ private:
   const WaitOptions& m_options;
   const WaitHooks& m_hooks;
   std::function<void()> m_leave;
+  bool m_marks_writer;
+  bool m_marked = false; // an attempt may have left a writer's mark
   std::optional<BootTime> m_deadline;
   std::unique_ptr<Wakeups> m_wakeups;
   std::string m_last_report;
@@ -135,6 +139,7 @@ Waiter::run() {
   if (m_options.nonblock || outcome.attempt.limit_conflict) {
     return outcome;
   }
+  m_marked = outcome.attempt.shared_holders;
   // Subscribed first, then asked again: a release between the first attempt
   // and the subscription is seen by the second attempt, any later one by a
   // message. Uncontended runs never pay for the subscription.
@@ -174,6 +179,7 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
       give_up();
       return outcome;
     }
+    m_marked = m_marked || outcome.attempt.shared_holders;
     report(outcome.attempt);
   }
   const auto next = next_delay(outcome.attempt);
@@ -277,8 +283,9 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
   if (attempt.retry_ms >= 0) {
     bound(from_milliseconds(attempt.retry_ms) + k_expiry_slack);
   }
-  if (m_options.fair) {
-    // Refreshed in [4/5, 1] of the interval: jittered, like the safety net.
+  if (m_options.fair || (m_marks_writer && attempt.shared_holders)) {
+    // The queue place or the writer's mark, refreshed in [4/5, 1] of the
+    // interval: jittered, like the safety net.
     bound(k_queue_refresh
           - Duration(random_below_or_equal(
               static_cast<std::uint64_t>(k_queue_refresh.count() / 5))));
@@ -330,10 +337,11 @@ Waiter::report(const AcquireAttempt& attempt) {
                 {"place", attempt.place}});
 }
 
-// Leaves the queue, so that nobody waits for a waiter that is gone.
+// Leaves the queue, or takes back the writer's mark, so that nobody waits
+// for a waiter that is gone.
 void
 Waiter::give_up() {
-  if (!m_leave) {
+  if (!m_leave || (!m_options.fair && !m_marked)) {
     return;
   }
   try {
@@ -351,13 +359,19 @@ wait_for_lock(LockStore& store,
               const LockRequest& request,
               const WaitOptions& options,
               const WaitHooks& hooks) {
-  // A waiter that will not wait takes no place in the queue: nobody would
-  // refresh it, and it would hold the free lock back until it expired.
-  const Duration queue_ttl =
-      options.fair && !options.nonblock ? k_queue_entry_ttl : Duration::zero();
-  auto attempt = [&] { return store.acquire(request, queue_ttl); };
+  // A waiter that will not wait takes no place in the queue and makes no
+  // writer's mark: nobody would refresh them, and they would hold others
+  // back until they expired. In the queue, arrival order already puts a
+  // writer before the shared waiters that came after it.
+  WaiterEntry entry;
+  if (!options.nonblock && options.fair) {
+    entry.queue_ttl = k_queue_entry_ttl;
+  } else if (!options.nonblock && request.limit == 0) {
+    entry.writer_ttl = k_queue_entry_ttl;
+  }
+  auto attempt = [&] { return store.acquire(request, entry); };
   std::function<void()> leave;
-  if (options.fair) {
+  if (entry != WaiterEntry{}) {
     leave = [&] { store.leave_queue(request.name, request.token); };
   }
   // A semaphore's key lives as long as its last lease, while a permit may
@@ -374,7 +388,8 @@ wait_for_lock(LockStore& store,
                 request.ttl,
                 options,
                 hooks,
-                leave)
+                leave,
+                entry.writer_ttl > Duration::zero())
       .run();
 }
 

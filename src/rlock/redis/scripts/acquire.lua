@@ -4,18 +4,22 @@
 -- ARGV[1]  the holder's token        ARGV[2]  the lease length in ms
 -- ARGV[3]  host   ARGV[4]  pid   ARGV[5]  user   ARGV[6]  command line
 -- ARGV[7]  queue entry lifetime in ms; 0 to wait outside the queue
--- ARGV[8]  the limit: N for one of N holders of a semaphore, 0 (or none)
---          for a plain lock
+-- ARGV[8]  the limit: N for one of N holders of a semaphore, -1 (k_shared)
+--          for a shared holder, 0 (or none) for a plain lock
 -- ARGV[9]  the channel prefix, to wake the next waiter in the queue while
---          a semaphore has permits left
+--          a semaphore has permits left or a shared holder got in
+-- ARGV[10] a plain waiter's writer mark lifetime in ms: while shared holders
+--          hold the lock, marks this waiter in KEYS[7] for that long (or
+--          refreshes its mark); 0 (or none) for no mark
 -- Returns {1, fence} when acquired ({1, fence, slot} for a semaphore: the
 -- lowest index in 0..N-1 no live holder has); {2, limit} when the lock has
--- live holders under another limit (0: a plain lock); otherwise
--- {0, retry_ms, "user@host:pid", command, place, holder_ttl_ms, held_ms}
--- (as peek.lua does, see held_reply in prelude.lua): retry_ms is
--- when to look again at the latest (the lease's PTTL, or the expiry of the
--- waiter ahead; -1 for a lease without expiry), place is the 1-based place
--- in the queue (0 outside it), held_ms how long the holder has held it.
+-- live holders under another limit (0: a plain lock; plain and shared
+-- holders take turns instead); otherwise {0, retry_ms, "user@host:pid",
+-- command, place, holder_ttl_ms, held_ms, shared} (as peek.lua does, see
+-- held_reply in prelude.lua): retry_ms is when to look again at the latest
+-- (the lease's PTTL, or the expiry of the waiter ahead; -1 for a lease
+-- without expiry), place is the 1-based place in the queue (0 outside it),
+-- held_ms how long the holder has held it.
 --
 -- Every path's first write is one that can grow memory (SET, ZADD), or the
 -- path only shrinks it: Redis over maxmemory with noeviction then refuses
@@ -37,6 +41,8 @@ end
 
 local token = ARGV[1]
 local limit = tonumber(ARGV[8]) or 0
+local shared = limit == k_shared
+local writer_ttl = tonumber(ARGV[10]) or 0
 -- A semaphore all of whose leases ended is free; its keys go once this
 -- script has written (see live_head()).
 local held_limit = limit_of_lock()
@@ -48,7 +54,8 @@ if held_limit then
   end
 end
 local plain_holder = redis.call('HGET', KEYS[1], 'token') or nil
-if held_limit and held_limit ~= limit then
+local takes_turns = held_limit == k_shared and limit == 0
+if held_limit and held_limit ~= limit and not takes_turns then
   return {2, held_limit}
 end
 if plain_holder and limit > 0 then
@@ -80,15 +87,18 @@ local function free_slot()
   return slot
 end
 
--- Takes a permit of the semaphore (a new one, or again our own).
+-- Takes a permit of the semaphore, or a shared hold (slot nil).
 local function take_permit(fence, slot)
   local key = token .. ':'
   local expiry = now_ms + tonumber(ARGV[2])
   redis.call('HSET', KEYS[1], 'limit', limit,
-    key .. 'slot', slot, key .. 'fence', string.format('%d', fence),
+    key .. 'fence', string.format('%d', fence),
     key .. 'ttl_ms', ARGV[2], key .. 'host', ARGV[3], key .. 'pid', ARGV[4],
     key .. 'user', ARGV[5], key .. 'command', ARGV[6],
     key .. 'acquired_ms', string.format('%d', now_ms), key .. 'renewals', 0)
+  if slot then
+    redis.call('HSET', KEYS[1], key .. 'slot', slot)
+  end
   redis.call('ZADD', KEYS[6], string.format('%d', expiry), token)
   expire_semaphore(token, expiry)
   -- Our own permit from an attempt long ago is the one just written.
@@ -100,7 +110,7 @@ local function take_permit(fence, slot)
   end
   drop_holders(others)
 end
-if limit > 0 and holder_expiry(token) then
+if limit ~= 0 and holder_expiry(token) then
   -- Our own earlier attempt took a permit and its reply was lost: the lease
   -- starts again now, as the caller counts it.
   local key = token .. ':'
@@ -108,6 +118,9 @@ if limit > 0 and holder_expiry(token) then
   local expiry = now_ms + tonumber(ARGV[2])
   expire_semaphore(token, expiry)
   redis.call('ZADD', KEYS[6], string.format('%d', expiry), token)
+  if shared then
+    return {1, tonumber(own[1])}
+  end
   return {1, tonumber(own[1]), tonumber(own[2])}
 end
 if plain_holder == token then
@@ -118,21 +131,34 @@ if plain_holder == token then
 end
 local head, head_expiry, dead = live_head()
 local holders = held_limit and #live_holders() or 0
-local held = plain_holder ~= nil or (held_limit ~= nil and holders >= limit)
-if limit > 0 and not held and (head == nil or head == token) then
+local held = plain_holder ~= nil
+if held_limit == k_shared then
+  held = held or not shared
+elseif held_limit then
+  held = held or holders >= limit
+end
+-- Writers first: a waiting writer's mark holds new shared holders back,
+-- except the queue's head (see "Shared locks" in prelude.lua).
+local writer_expiry = shared and head ~= token and waiting_writer_expiry()
+if limit ~= 0 and not held and not writer_expiry
+    and (head == nil or head == token) then
   local fence = next_fence()
-  local slot = free_slot()
+  local slot = (not shared) and free_slot() or nil
   take_permit(fence, slot)
   forget(dead)
   leave_queue(token)
-  -- Permits are left: the next waiter in the queue may take one too.
+  -- Room is left: the next waiter in the queue may get in too (a shared
+  -- waiter does; a plain one finds it held and keeps its place).
   local next_head = live_head()
-  if holders + 1 < limit and next_head then
+  if (shared or holders + 1 < limit) and next_head then
     redis.call('PUBLISH', ARGV[9] .. 'wake:' .. next_head, 'free')
+  end
+  if shared then
+    return {1, fence}
   end
   return {1, fence, slot}
 end
-if not held and (head == nil or head == token) then
+if limit == 0 and not held and (head == nil or head == token) then
   local fence = next_fence()
   redis.call('HSET', KEYS[1],
     'token', token, 'fence', string.format('%d', fence), 'ttl_ms', ARGV[2],
@@ -156,12 +182,22 @@ if queue_ttl > 0 then
   redis.call('PEXPIRE', KEYS[3], queue_ttl * 2)
   redis.call('PEXPIRE', KEYS[4], queue_ttl * 2)
 end
+if limit == 0 and held_limit == k_shared and writer_ttl > 0 then
+  redis.call('ZADD', KEYS[7], string.format('%d', now_ms + writer_ttl), token)
+  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now_ms)
+  -- If every writer dies, the marks go by themselves.
+  redis.call('PEXPIRE', KEYS[7], writer_ttl * 2)
+end
 forget(dead)
 if queue_ttl > 0 then
   place = redis.call('ZRANK', KEYS[3], token) + 1
 end
 
-if not held then
-  return {0, head_expiry - now_ms, 'the next waiter in the queue', '', place, 0, 0}
+if held then
+  return held_reply(place)
 end
-return held_reply(place)
+if writer_expiry then
+  return {0, writer_expiry - now_ms, 'a waiting writer (writers go first)', '', place, 0, 0,
+    held_limit == k_shared and 1 or 0}
+end
+return {0, head_expiry - now_ms, 'the next waiter in the queue', '', place, 0, 0}
