@@ -140,7 +140,7 @@ _rlock_subcommand_options()
     doctor) echo "-t --ttl --json $connection" ;;
     acquire)
       echo "-n --nonblock -w --wait --timeout --fair --restart-grace -t --ttl" \
-        "--limit -E --conflict-exit-code --json --env -v --verbose -q --quiet" \
+        "--limit --shared -E --conflict-exit-code --json --env -v --verbose -q --quiet" \
         "$connection"
       ;;
     extend) echo "--token -t --ttl -v --verbose -q --quiet $connection" ;;
@@ -284,7 +284,7 @@ _rlock()
       --kill-signal --kill-after --connect-timeout --io-timeout
       --password-file --sentinel-password-file --replicas --replicas-timeout
       --quorum --tls-ca --tls-cert --tls-key --tls-server-name
-      --tls-insecure --hold --once-per --limit --events
+      --tls-insecure --hold --once-per --limit -s --shared --events
       -v --verbose -q --quiet -h --help -V --version
       -x -e --exclusive --nb --nonblocking -o --close
     )

@@ -144,7 +144,8 @@ _rlock_subcommand() {
     (acquire)
       opts=(
         '(-t --ttl)'{-t+,--ttl=}'[lease length, not renewed (5m)]:duration:_rlock_durations'
-        '--limit=[a semaphore: at most N holders at once (slot printed)]:N:(2 3 4)'
+        '(--shared)--limit=[a semaphore: at most N holders at once (slot printed)]:N:(2 3 4)'
+        '(--limit)--shared[a shared (read) lock: shared holders together, a plain one alone]'
         $_rlock_wait_options
         '(--env)--json[print {name, key, token, fence, ttl_ms}]'
         '(--json)--env[print RLOCK_* assignments for eval]'
@@ -242,14 +243,15 @@ _rlock() {
       '--kill-after=[then SIGKILL after D (TTL/6, at most 10s)]:duration:_rlock_durations' \
       '--hold=[keep the lock at least D after acquiring it]:duration:_rlock_durations' \
       '--once-per=[at most one successful run per D-long slot]:duration:_rlock_durations' \
-      '--limit=[a semaphore: at most N holders at once, each $RLOCK_SLOT in 0..N-1]:N:(2 3 4)' \
+      '(-s --shared)--limit=[a semaphore: at most N holders at once, each $RLOCK_SLOT in 0..N-1]:N:(2 3 4)' \
+      '(-s --shared --limit -x -e --exclusive)'{-s,--shared}'[a shared (read) lock: shared holders run together, a plain one alone]' \
       $_rlock_wait_options \
       $_rlock_connection_options \
       $_rlock_output_options \
       $_rlock_help_option \
       '--events=[lifecycle events as JSON lines to FILE (- for stderr)]:file:_files' \
       '(- *)'{-V,--version}'[print the version and exit]' \
-      '(-x -e --exclusive)'{-x,-e,--exclusive}'[accepted: the lock is always exclusive]' \
+      '(-x -e --exclusive -s --shared)'{-x,-e,--exclusive}'[accepted: exclusive is the default]' \
       '(-n --nonblock --nb --nonblocking -w --wait --timeout)'{--nb,--nonblocking}'[the same as -n]' \
       '(-o --close)'{-o,--close}'[accepted: COMMAND gets no lock descriptor]' \
       $first && ret=0

@@ -174,7 +174,7 @@ hold_both() {
 
 @test "flock options rlock refuses say what to use instead, run nothing, leave no lock" {
   local option
-  for option in -s --shared -u --unlock -F --no-fork; do
+  for option in -u --unlock -F --no-fork; do
     run -64 --separate-stderr rl "$option" "$LOCK" touch "$MARK"
     [ -z "$output" ]
     [ "${#stderr_lines[@]}" -eq 1 ]
@@ -185,9 +185,29 @@ hold_both() {
   [[ $stderr == *"rlock release NAME"* ]]
   run -64 --separate-stderr rl --no-fork "$LOCK" touch "$MARK"
   [[ $stderr == *"renew the lease"* ]]
-  run -64 --separate-stderr rl -s "$LOCK" touch "$MARK"
-  [[ $stderr == *"shared (read) locks"* ]]
   [ "$(dbsize)" -eq 0 ]
+}
+
+# Lines around a shared (read) hold: flock -s and rlock --shared.
+SHARED_ROWS=(
+  '-s -n "$LOCK" touch "$MARK"'
+  '--shared --nb "$LOCK" touch "$MARK"'
+  '-s -w 0.3 "$LOCK" -c "touch $MARK; exit 3"'
+  '-n "$LOCK" touch "$MARK"'
+  '-x -n "$LOCK" touch "$MARK"'
+  '-e -w 0.3 "$LOCK" touch "$MARK"'
+)
+
+@test "flock -s and --shared: shared holders run together, an exclusive one waits, as in flock" {
+  compare free "${SHARED_ROWS[@]}"
+  bg flock -s "$LOCK" sleep 60
+  bg "$RLOCK" -s "$LOCK" sleep 60
+  wait_until 10 not flock -n "$LOCK" true
+  wait_until 10 key_exists "$(lock_key "$LOCK")"
+  compare busy "${SHARED_ROWS[@]}"
+  # Not vacuous: the shared rows ran and the exclusive ones did not.
+  [ "$(run_line "$RLOCK" '-s -n "$LOCK" touch "$MARK"')" = "0 ran" ]
+  [ "$(run_line "$RLOCK" '-x -n "$LOCK" touch "$MARK"')" = "75 skipped" ]
 }
 
 @test "flock's descriptor form (flock -n 9) is a usage error that points to the man page" {

@@ -162,6 +162,58 @@ TEST_CASE("--fair queues, refreshes its place in [4s, 5s] and leaves at -w") {
   CHECK(f.store.count("leave") == 1);
 }
 
+lock::AcquireAttempt
+held_by_readers(std::int64_t retry_ms) {
+  auto attempt = busy(retry_ms);
+  attempt.shared_holders = true;
+  return attempt;
+}
+
+TEST_CASE("a plain waiter behind shared holders keeps its writer's mark: "
+          "refreshed in [4s, 5s], taken back at -w") {
+  Fixture f;
+  f.store.acquire_answers = {answer(held_by_readers(30'000))};
+  const auto outcome = f.wait({.timeout = 12s});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
+  CHECK(f.store.last_writer_ttl == lock::k_queue_entry_ttl);
+  CHECK(f.store.last_queue_ttl == Duration::zero());
+  REQUIRE(f.clock.sleeps.size() >= 3);
+  for (std::size_t i = 0; i + 1 < f.clock.sleeps.size(); ++i) {
+    CHECK(f.clock.sleeps[i] >= 4s);
+    CHECK(f.clock.sleeps[i] <= 5s);
+  }
+  // Each refresh is a full attempt, as for the --fair queue's place.
+  CHECK(f.store.count("acquire")
+        == static_cast<int>(f.clock.sleeps.size()) + 2);
+  CHECK(f.store.calls.back() == "leave");
+}
+
+TEST_CASE("no writer's mark for -n, --fair, a semaphore or a shared waiter; "
+          "a plain waiter behind a plain holder neither refreshes nor leaves") {
+  Fixture f;
+  f.store.acquire_answers = {answer(held_by_readers(20'000))};
+  f.wait({.nonblock = true, .timeout = std::nullopt});
+  CHECK(f.store.last_writer_ttl == Duration::zero());
+  f.wait({.timeout = 1s, .fair = true});
+  CHECK(f.store.last_writer_ttl == Duration::zero());
+  for (const std::int64_t limit : {std::int64_t{3}, lock::k_shared_limit}) {
+    auto request = k_request;
+    request.limit = limit;
+    lock::wait_for_lock(f.store, request, {.timeout = 1s}, f.hooks);
+    CHECK(f.store.last_writer_ttl == Duration::zero());
+  }
+  Fixture plain;
+  plain.store.acquire_answers = {answer(busy(30'000))};
+  plain.wait({.timeout = 12s});
+  CHECK(plain.store.last_writer_ttl == lock::k_queue_entry_ttl);
+  // Only the safety net's [5s, 10s], not the mark's refresh.
+  REQUIRE(plain.clock.sleeps.size() >= 2);
+  for (std::size_t i = 0; i + 1 < plain.clock.sleeps.size(); ++i) {
+    CHECK(plain.clock.sleeps[i] >= 5s);
+  }
+  CHECK(plain.store.count("leave") == 0);
+}
+
 TEST_CASE("-w bounds every sleep and the wait ends at its deadline") {
   Fixture f;
   f.store.acquire_answers = {answer(busy(30'000, 60'000))};

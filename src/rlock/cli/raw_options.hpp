@@ -29,6 +29,7 @@ struct RunRaw {
   std::optional<std::string> once_per;
   std::optional<std::string> limit;
   bool shared = false;
+  bool exclusive = false; // flock's -x: the default, said aloud
   std::string events;
 };
 

@@ -87,8 +87,8 @@ kill_signal_of(const std::optional<std::string>& text) {
 void
 add_flock_options(CLI::App& app, detail::RawOptions& raw) {
   const std::string flock = "flock(1) spellings";
-  app.add_flag("-x,-e,--exclusive")
-      ->description("accepted: the lock is always exclusive")
+  app.add_flag("-x,-e,--exclusive", raw.run.exclusive)
+      ->description("accepted: exclusive is the default")
       ->group(flock);
   app.add_flag("--nb,--nonblocking", raw.nonblock, "the same as -n")
       ->group(flock);
@@ -201,6 +201,10 @@ run_options_of(const detail::RawOptions& raw,
   options.hold = detail::optional_duration_of(run.hold, "--hold", false);
   options.once_per = once_per_of(run.once_per);
   options.events_path = run.events;
+  if (run.exclusive && run.shared) {
+    throw_usage("-s/--shared and -x/-e/--exclusive exclude each other: a "
+                "hold is shared or exclusive");
+  }
   options.limit = detail::limit_of(run.limit, run.shared, options.server);
   // NAME and COMMAND last: a bad option value explains more than the
   // "missing COMMAND" it may have caused by swallowing a word.
