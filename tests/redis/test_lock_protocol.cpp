@@ -13,33 +13,15 @@
 
 #include <poll.h>
 
+#include "server.hpp"
 #include <cstdlib>
 #include <thread>
 
 using namespace std::chrono_literals;
 using namespace rlock;
+using namespace rlock::testing;
 
 namespace {
-
-redis::Endpoint
-test_endpoint() {
-  const char* url = std::getenv("RLOCK_TEST_URL");
-  if (url == nullptr) {
-    FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
-  }
-  return redis::parse_url(url).value();
-}
-
-redis::Connection
-connect() {
-  return redis::Connection::open(test_endpoint(), {});
-}
-
-// A fresh lock name per test, so tests never see each other's keys.
-lock::LockKeys
-fresh_keys() {
-  return lock::keys_for("test:", "lock-" + random_token().substr(0, 8));
-}
 
 // A store of its own, on the test server, for a renewer.
 std::unique_ptr<lock::LockStore>
@@ -48,14 +30,12 @@ test_store() {
       test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}, {}, 0});
 }
 
-const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
-
 lock::AcquireAttempt
 acquire(redis::Connection& c,
         const lock::LockKeys& keys,
         const std::string& token,
         Duration ttl = 30s) {
-  return lock::try_acquire(c, keys, token, ttl, k_holder);
+  return lock::try_acquire(c, keys, token, ttl, k_test_holder);
 }
 
 std::int64_t
@@ -66,8 +46,8 @@ pttl(redis::Connection& c, const std::string& key) {
 } // namespace
 
 TEST_CASE("acquire is exclusive") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   const auto first = acquire(c, keys, "token-a");
   REQUIRE(first.acquired);
   const auto second = acquire(c, keys, "token-b");
@@ -79,8 +59,8 @@ TEST_CASE("acquire is exclusive") {
 }
 
 TEST_CASE("peek sees a free lock, then the holder acquire reports") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   CHECK(lock::peek(c, keys).acquired);
   REQUIRE(acquire(c, keys, "token-a", 20s).acquired);
   const auto busy = acquire(c, keys, "token-b");
@@ -102,8 +82,8 @@ TEST_CASE("peek sees a free lock, then the holder acquire reports") {
 TEST_CASE("the holder's own token acquires again, same fence, full lease") {
   // Tokens are random per run: the same token again is the same waiter,
   // whose earlier attempt took the lock but whose reply was lost.
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   const auto first = acquire(c, keys, "token-a", 1500ms);
   REQUIRE(first.acquired);
   c.command({"PEXPIRE", keys.lock, "200"});
@@ -115,8 +95,8 @@ TEST_CASE("the holder's own token acquires again, same fence, full lease") {
 }
 
 TEST_CASE("acquire sets the lease with a millisecond expiry") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   REQUIRE(acquire(c, keys, "t", 1500ms).acquired);
   const auto left = pttl(c, keys.lock);
   CHECK(left > 1000);
@@ -124,8 +104,8 @@ TEST_CASE("acquire sets the lease with a millisecond expiry") {
 }
 
 TEST_CASE("a wrong token can neither renew nor release") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   REQUIRE(acquire(c, keys, "right", 2s).acquired);
   CHECK_FALSE(lock::renew(c, keys, "wrong", 60s).held);
   CHECK(pttl(c, keys.lock) <= 2000);
@@ -156,8 +136,8 @@ acquire_above(redis::Connection& c,
 } // namespace
 
 TEST_CASE("the fence strictly increases across releases and expiries") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   std::int64_t last = 0;
   for (int i = 0; i < 3; ++i) {
     const std::string token = "t" + std::to_string(i);
@@ -191,8 +171,8 @@ server_time_us(redis::Connection& c) {
 TEST_CASE("the fence strictly increases when Redis loses the fence key") {
   // FLUSHALL, a restart without persistence and a failover to a replica that
   // missed the last acquisition all lose the keys of a NAME.
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   std::int64_t last = 0;
   for (int i = 0; i < 3; ++i) {
     last = acquire_above(c, keys, "t" + std::to_string(i), last);
@@ -201,8 +181,8 @@ TEST_CASE("the fence strictly increases when Redis loses the fence key") {
 }
 
 TEST_CASE("fences are the server's clock in microseconds, exact in JSON") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   const auto before = server_time_us(c);
   const auto attempt = acquire(c, keys, "t");
   const auto after = server_time_us(c);
@@ -219,8 +199,8 @@ TEST_CASE("a fence ahead of the server's clock is kept until the clock passes "
           "it") {
   // As after the server's clock stepped back: the next fence goes on from the
   // last one, and its key stays until the clock has caught up.
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   const auto ahead = server_time_us(c) + 60'000'000;
   c.command({"SET", keys.fence, std::to_string(ahead)});
   const auto attempt = acquire(c, keys, "t");
@@ -232,8 +212,8 @@ TEST_CASE("a fence ahead of the server's clock is kept until the clock passes "
 }
 
 TEST_CASE("a NAME used once leaves no key behind a second after its release") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   REQUIRE(acquire(c, keys, "once").acquired);
   REQUIRE(lock::release(c, keys, "once"));
   std::this_thread::sleep_for(1100ms);
@@ -243,8 +223,8 @@ TEST_CASE("a NAME used once leaves no key behind a second after its release") {
 }
 
 TEST_CASE("renew: exact sets the lease, at_least only lengthens it") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   REQUIRE(acquire(c, keys, "t", 10s).acquired);
   const auto shorter = lock::renew(c, keys, "t", 1s, lock::RenewMode::at_least);
   CHECK(shorter.held);
@@ -271,8 +251,8 @@ TEST_CASE("renew: exact sets the lease, at_least only lengthens it") {
 TEST_CASE("a renewer takes a lease shorter than it set as lost") {
   // Redis expires keys by its wall clock: a forward step there, or a cut from
   // elsewhere, leaves less than rlock counts on.
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   const auto timing = lock::make_timing(600ms, std::nullopt).value();
   const auto attempt = acquire(c, keys, "mine", timing.ttl);
   REQUIRE(attempt.acquired);
@@ -290,8 +270,8 @@ TEST_CASE("a renewer takes a lease shorter than it set as lost") {
 }
 
 TEST_CASE("renewal keeps a lock alive well past its TTL") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   const auto timing = lock::make_timing(300ms, std::nullopt).value();
   const auto attempt = acquire(c, keys, "renewed", timing.ttl);
   REQUIRE(attempt.acquired);
@@ -312,8 +292,8 @@ TEST_CASE("renewal keeps a lock alive well past its TTL") {
 }
 
 TEST_CASE("a renewer reports a deleted lock as lost at its next renewal") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   const auto timing = lock::make_timing(300ms, std::nullopt).value();
   const auto attempt = acquire(c, keys, "mine", timing.ttl);
   REQUIRE(attempt.acquired);
@@ -331,8 +311,8 @@ TEST_CASE("a renewer reports a deleted lock as lost at its next renewal") {
 }
 
 TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   REQUIRE(acquire(c, keys, "flushed").acquired);
   REQUIRE(c.command({"SCRIPT", "FLUSH"}).type == redis::Reply::Type::status);
   CHECK(lock::renew(c, keys, "flushed", 30s).held);
@@ -343,8 +323,8 @@ TEST_CASE("SCRIPT FLUSH mid-run does not break renew or release") {
 }
 
 TEST_CASE("a key of the wrong type is an error, and nothing is deleted") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
   c.command({"SET", keys.lock, "not a hash"});
   CHECK_THROWS_AS(lock::release(c, keys, "x"), Error);
   CHECK_THROWS_AS(lock::renew(c, keys, "x", 1s), Error);
@@ -352,12 +332,12 @@ TEST_CASE("a key of the wrong type is an error, and nothing is deleted") {
 }
 
 TEST_CASE("status reads held and free locks, and lists by prefix") {
-  auto c = connect();
+  auto c = connect_to_test_server();
   const std::string prefix = "status-" + random_token().substr(0, 6) + ":";
   const auto a = lock::keys_for(prefix, "b-second");
   const auto b = lock::keys_for(prefix, "a-first");
-  REQUIRE(lock::try_acquire(c, a, "ta", 30s, k_holder).acquired);
-  REQUIRE(lock::try_acquire(c, b, "tb", 30s, k_holder).acquired);
+  REQUIRE(lock::try_acquire(c, a, "ta", 30s, k_test_holder).acquired);
+  REQUIRE(lock::try_acquire(c, b, "tb", 30s, k_test_holder).acquired);
   auto snapshot =
       lock::read_locks(c, lock::KeySpace{prefix}, {"b-second", "free"});
   REQUIRE(snapshot.locks.size() == 2);
@@ -388,7 +368,7 @@ TEST_CASE("replicas that do not confirm within a short reply timeout: "
   const lock::LockRequest request{"unconfirmed-" + random_token().substr(0, 8),
                                   random_token(),
                                   30s,
-                                  k_holder};
+                                  k_test_holder};
   try {
     store->acquire(request, lock::WaiterEntry{});
     FAIL("acquired without a replica");
@@ -400,12 +380,12 @@ TEST_CASE("replicas that do not confirm within a short reply timeout: "
 }
 
 TEST_CASE("a listing skips a foreign key under the prefix; by name it fails") {
-  auto c = connect();
+  auto c = connect_to_test_server();
   const std::string prefix = "foreign-" + random_token().substr(0, 6) + ":";
   const lock::KeySpace space{prefix};
-  REQUIRE(
-      lock::try_acquire(c, lock::keys_for(space, "mine"), "t", 30s, k_holder)
-          .acquired);
+  REQUIRE(lock::try_acquire(
+              c, lock::keys_for(space, "mine"), "t", 30s, k_test_holder)
+              .acquired);
   c.command({"SET", lock::keys_for(space, "theirs").lock, "a string"});
   const auto listed = lock::list_locks(c, space);
   REQUIRE(listed.locks.size() == 1);

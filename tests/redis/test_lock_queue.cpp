@@ -8,29 +8,15 @@
 
 #include <poll.h>
 
+#include "server.hpp"
 #include <cstdlib>
 #include <thread>
 
 using namespace std::chrono_literals;
 using namespace rlock;
+using namespace rlock::testing;
 
 namespace {
-
-redis::Endpoint
-endpoint() {
-  const char* url = std::getenv("RLOCK_TEST_URL");
-  if (url == nullptr) {
-    FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
-  }
-  return redis::parse_url(url).value();
-}
-
-lock::LockKeys
-fresh_keys() {
-  return lock::keys_for("queue-test:", "q-" + random_token().substr(0, 8));
-}
-
-const lock::Holder k_holder{"h", 1, "u", "cmd"};
 
 lock::AcquireAttempt
 fair_attempt(redis::Connection& c,
@@ -38,7 +24,7 @@ fair_attempt(redis::Connection& c,
              const std::string& token,
              Duration queue_ttl = 10s) {
   return lock::try_acquire(
-      c, keys, token, 30s, k_holder, lock::WaiterEntry{queue_ttl});
+      c, keys, token, 30s, k_test_holder, lock::WaiterEntry{queue_ttl});
 }
 
 // Waits up to a second for a message on `subscription`.
@@ -52,8 +38,8 @@ messages_within_a_second(redis::Subscription& subscription) {
 } // namespace
 
 TEST_CASE("fair waiters queue in arrival order and take the lock in turn") {
-  auto c = redis::Connection::open(endpoint(), {});
-  const auto keys = fresh_keys();
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("q", "queue-test:");
   REQUIRE(fair_attempt(c, keys, "holder").acquired);
   CHECK(fair_attempt(c, keys, "first").place == 1);
   CHECK(fair_attempt(c, keys, "second").place == 2);
@@ -62,7 +48,8 @@ TEST_CASE("fair waiters queue in arrival order and take the lock in turn") {
   CHECK(fair_attempt(c, keys, "first").place == 1);
   REQUIRE(lock::release(c, keys, "holder"));
   // The lock is free, but only the head may take it.
-  const auto jumper = lock::try_acquire(c, keys, "outsider", 30s, k_holder);
+  const auto jumper =
+      lock::try_acquire(c, keys, "outsider", 30s, k_test_holder);
   CHECK_FALSE(jumper.acquired);
   CHECK(jumper.retry_ms > 0);
   CHECK_FALSE(fair_attempt(c, keys, "second").acquired);
@@ -76,8 +63,8 @@ TEST_CASE("fair waiters queue in arrival order and take the lock in turn") {
 }
 
 TEST_CASE("a waiter that stops refreshing leaves the queue by itself") {
-  auto c = redis::Connection::open(endpoint(), {});
-  const auto keys = fresh_keys();
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("q", "queue-test:");
   REQUIRE(fair_attempt(c, keys, "holder").acquired);
   CHECK(fair_attempt(c, keys, "dies", 100ms).place == 1);
   CHECK(fair_attempt(c, keys, "lives").place == 2);
@@ -88,14 +75,14 @@ TEST_CASE("a waiter that stops refreshing leaves the queue by itself") {
 }
 
 TEST_CASE("a release wakes only the queue's head, or everyone without one") {
-  auto c = redis::Connection::open(endpoint(), {});
-  const auto keys = fresh_keys();
-  auto head =
-      redis::Subscription::open(endpoint(), {}, {keys.wake_channel("head")});
-  auto second =
-      redis::Subscription::open(endpoint(), {}, {keys.wake_channel("second")});
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("q", "queue-test:");
+  auto head = redis::Subscription::open(
+      test_endpoint(), {}, {keys.wake_channel("head")});
+  auto second = redis::Subscription::open(
+      test_endpoint(), {}, {keys.wake_channel("second")});
   auto outside =
-      redis::Subscription::open(endpoint(), {}, {keys.released_channel()});
+      redis::Subscription::open(test_endpoint(), {}, {keys.released_channel()});
   REQUIRE(fair_attempt(c, keys, "holder").acquired);
   fair_attempt(c, keys, "head");
   fair_attempt(c, keys, "second");
@@ -105,19 +92,19 @@ TEST_CASE("a release wakes only the queue's head, or everyone without one") {
   CHECK(outside.take_messages() == 0);
 
   // Without a queue, the release is for everyone outside it.
-  const auto plain = fresh_keys();
-  auto plain_outside =
-      redis::Subscription::open(endpoint(), {}, {plain.released_channel()});
-  REQUIRE(lock::try_acquire(c, plain, "holder", 30s, k_holder).acquired);
+  const auto plain = fresh_keys("q", "queue-test:");
+  auto plain_outside = redis::Subscription::open(
+      test_endpoint(), {}, {plain.released_channel()});
+  REQUIRE(lock::try_acquire(c, plain, "holder", 30s, k_test_holder).acquired);
   REQUIRE(lock::release(c, plain, "holder"));
   CHECK(messages_within_a_second(plain_outside) == 1);
 }
 
 TEST_CASE("a head that gives up hands the wake-up to the next waiter") {
-  auto c = redis::Connection::open(endpoint(), {});
-  const auto keys = fresh_keys();
-  auto next =
-      redis::Subscription::open(endpoint(), {}, {keys.wake_channel("next")});
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("q", "queue-test:");
+  auto next = redis::Subscription::open(
+      test_endpoint(), {}, {keys.wake_channel("next")});
   REQUIRE(fair_attempt(c, keys, "holder").acquired);
   fair_attempt(c, keys, "quitter");
   fair_attempt(c, keys, "next");

@@ -7,32 +7,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "server.hpp"
 #include <cstdlib>
 
 using namespace std::chrono_literals;
 using namespace rlock;
+using namespace rlock::testing;
 
 namespace {
-
-redis::Endpoint
-endpoint(const std::string& login = "") {
-  const char* url = std::getenv("RLOCK_TEST_URL");
-  if (url == nullptr) {
-    FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
-  }
-  std::string text = url;
-  if (!login.empty()) {
-    text.insert(text.find("//") + 2, login + "@");
-  }
-  return redis::parse_url(text).value();
-}
-
-lock::LockKeys
-fresh_keys() {
-  return lock::keys_for("test:", "grace-" + random_token().substr(0, 8));
-}
-
-const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
 
 // An acquire behind the grace, undone by a release, as the waiter does it.
 lock::AcquireAttempt
@@ -44,7 +26,7 @@ acquire(redis::Connection& c,
       c,
       keys.name,
       {grace, "--restart-grace"},
-      [&] { return lock::try_acquire(c, keys, token, 30s, k_holder); },
+      [&] { return lock::try_acquire(c, keys, token, 30s, k_test_holder); },
       [&] { lock::release(c, keys, token); });
 }
 
@@ -68,8 +50,8 @@ exists(redis::Connection& c, const std::string& key) {
 } // namespace
 
 TEST_CASE("a fresh server: the first acquire, granted, is undone and busy") {
-  auto c = redis::Connection::open(endpoint(), {});
-  const auto keys = fresh_keys();
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("grace");
   // The first acquire after a restart finds no script cached: EVAL follows
   // EVALSHA, behind the INFO set aside.
   c.command({"SCRIPT", "FLUSH"});
@@ -83,9 +65,9 @@ TEST_CASE("a fresh server: the first acquire, granted, is undone and busy") {
 }
 
 TEST_CASE("the server's start is asked once per connection") {
-  auto c = redis::Connection::open(endpoint(), {});
-  auto probe = redis::Connection::open(endpoint(), {});
-  const auto keys = fresh_keys();
+  auto c = redis::Connection::open(test_endpoint(), {});
+  auto probe = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("grace");
   CHECK_FALSE(acquire(c, keys, "t1", 1h).acquired);
   const long info = calls(probe, "info");
   const long evalsha = calls(probe, "evalsha");
@@ -100,20 +82,20 @@ TEST_CASE("the server's start is asked once per connection") {
 }
 
 TEST_CASE("no grace: the acquire alone, no INFO") {
-  auto c = redis::Connection::open(endpoint(), {});
-  const auto keys = fresh_keys();
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("grace");
   CHECK(acquire(c, keys, "t1", 0s).acquired);
   CHECK_FALSE(c.server_started().has_value());
 }
 
 TEST_CASE("a user who may not run INFO: an error naming the remedy, no lock") {
-  auto admin = redis::Connection::open(endpoint(), {});
+  auto admin = redis::Connection::open(test_endpoint(), {});
   const std::string user = "noinfo" + random_token().substr(0, 6);
   admin.command(
       {"ACL", "SETUSER", user, "on", "nopass", "~*", "&*", "+@all", "-info"});
-  const auto keys = fresh_keys();
+  const auto keys = fresh_keys("grace");
   try {
-    auto c = redis::Connection::open(endpoint(user + ":x"), {});
+    auto c = redis::Connection::open(test_endpoint(user + ":x"), {});
     acquire(c, keys, "t1", 1h);
     FAIL("no error");
   } catch (const Error& e) {

@@ -7,29 +7,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "server.hpp"
 #include <cstdlib>
 #include <thread>
 
 using namespace std::chrono_literals;
 using namespace rlock;
+using namespace rlock::testing;
 
 namespace {
-
-redis::Connection
-connect() {
-  const char* url = std::getenv("RLOCK_TEST_URL");
-  if (url == nullptr) {
-    FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
-  }
-  return redis::Connection::open(redis::parse_url(url).value(), {});
-}
-
-lock::LockKeys
-fresh_keys() {
-  return lock::keys_for("test:", "sem-" + random_token().substr(0, 8));
-}
-
-const lock::Holder k_holder{"test-host", 42, "tester", "make check"};
 
 lock::AcquireAttempt
 take(redis::Connection& c,
@@ -38,14 +24,14 @@ take(redis::Connection& c,
      std::int64_t limit,
      Duration ttl = 30s) {
   return lock::try_acquire(
-      c, keys, token, ttl, k_holder, lock::WaiterEntry{}, limit);
+      c, keys, token, ttl, k_test_holder, lock::WaiterEntry{}, limit);
 }
 
 } // namespace
 
 TEST_CASE("semaphore: N permits, the lowest free slot, increasing fences") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("sem");
   const auto a = take(c, keys, "a", 3);
   const auto b = take(c, keys, "b", 3);
   const auto d = take(c, keys, "d", 3);
@@ -74,8 +60,8 @@ TEST_CASE("semaphore: N permits, the lowest free slot, increasing fences") {
 }
 
 TEST_CASE("semaphore: the limit is part of the lock") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("sem");
   REQUIRE(take(c, keys, "a", 3).acquired);
   const auto other = take(c, keys, "b", 2);
   CHECK_FALSE(other.acquired);
@@ -90,8 +76,8 @@ TEST_CASE("semaphore: the limit is part of the lock") {
 }
 
 TEST_CASE("semaphore: a lease that ends gives its permit and slot back") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("sem");
   REQUIRE(take(c, keys, "short", 2, 200ms).acquired);
   REQUIRE(take(c, keys, "long", 2, 30s).acquired);
   CHECK_FALSE(take(c, keys, "next", 2).acquired);
@@ -111,8 +97,8 @@ TEST_CASE("semaphore: a lease that ends gives its permit and slot back") {
 }
 
 TEST_CASE("semaphore: its keys expire with the last lease") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("sem");
   REQUIRE(take(c, keys, "a", 2, 300ms).acquired);
   REQUIRE(take(c, keys, "b", 2, 150ms).acquired);
   CHECK(c.command({"PTTL", keys.lock}).integer > 200);
@@ -122,8 +108,8 @@ TEST_CASE("semaphore: its keys expire with the last lease") {
 }
 
 TEST_CASE("semaphore: status lists the live holders by slot") {
-  auto c = connect();
-  const auto keys = fresh_keys();
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("sem");
   REQUIRE(take(c, keys, "a", 3).acquired);
   REQUIRE(take(c, keys, "b", 3).acquired);
   const auto snapshot =

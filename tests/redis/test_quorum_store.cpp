@@ -14,29 +14,15 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "server.hpp"
 #include <cstdlib>
 #include <thread>
 
 using namespace rlock;
+using namespace rlock::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-redis::Endpoint
-endpoint_on(int db) {
-  const char* url = std::getenv("RLOCK_TEST_URL");
-  if (url == nullptr) {
-    FAIL("RLOCK_TEST_URL is not set: run through tests/lib/with-redis.sh");
-  }
-  auto endpoint = redis::parse_url(url).value();
-  endpoint.db = db;
-  return endpoint;
-}
-
-redis::Connection
-connect_to(int db) {
-  return redis::Connection::open(endpoint_on(db), {});
-}
 
 // A loopback port that accepts connections (the kernel's backlog) and never
 // answers, like a frozen server.
@@ -63,10 +49,10 @@ struct SilentServer {
 lock::QuorumStore
 quorum_store(const std::string& prefix) {
   lock::Deployment deployment{
-      endpoint_on(1), std::nullopt, {}, prefix, {}, {}, {}, {}, 2};
+      test_endpoint("", 1), std::nullopt, {}, prefix, {}, {}, {}, {}, 2};
   for (const int db : {1, 2, 3}) {
     auto member = deployment;
-    member.endpoint = endpoint_on(db);
+    member.endpoint = test_endpoint("", db);
     member.quorum = 0;
     deployment.members.push_back(member);
   }
@@ -106,15 +92,15 @@ acquire_free(lock::QuorumStore& store, const std::string& token) {
 
 std::string
 field_on(int db, const std::string& key, const std::string& field) {
-  auto c = connect_to(db);
+  auto c = connect_to_test_server(db);
   return c.command({"HGET", key, field}).text;
 }
 
 } // namespace
 
 TEST_CASE("exchange_all: each connection's replies, in order, from one send") {
-  auto first = connect_to(1);
-  auto second = connect_to(2);
+  auto first = connect_to_test_server(1);
+  auto second = connect_to_test_server(2);
   const auto key = "fanout-" + random_token().substr(0, 8);
   std::vector<redis::Exchange> exchanges(2);
   exchanges[0].connection = &first;
@@ -133,8 +119,8 @@ TEST_CASE("exchange_all: each connection's replies, in order, from one send") {
 TEST_CASE("exchange_all: a server that never answers times out alone, at "
           "the deadline") {
   SilentServer silent;
-  auto live = connect_to(1);
-  auto endpoint = endpoint_on(0);
+  auto live = connect_to_test_server(1);
+  auto endpoint = test_endpoint("", 0);
   endpoint.port = silent.port;
   auto frozen = redis::Connection::open(endpoint, {});
   std::vector<redis::Exchange> exchanges(2);
@@ -160,7 +146,7 @@ TEST_CASE("a quorum store takes the lock on every server, hands out the "
   auto store = quorum_store(prefix);
   const auto key = store.key_of("job");
   // Server 3's counter is far ahead of the others'.
-  connect_to(3).command(
+  connect_to_test_server(3).command(
       {"SET", key + ":fence", "4999999999999999", "PX", "60000"});
   const auto attempt = acquire_free(store, "tok-a");
   REQUIRE(attempt.acquired);
@@ -171,7 +157,7 @@ TEST_CASE("a quorum store takes the lock on every server, hands out the "
   for (const int db : {1, 2, 3}) {
     CHECK(field_on(db, key, "token") == "tok-a");
     CHECK(field_on(db, key, "fence") == "5000000000000000");
-    CHECK(connect_to(db).command({"GET", key + ":fence"}).text
+    CHECK(connect_to_test_server(db).command({"GET", key + ":fence"}).text
           == "5000000000000000");
   }
   const auto renewal = store.renew("job", "tok-a", 5s, lock::RenewMode::exact);
@@ -180,7 +166,7 @@ TEST_CASE("a quorum store takes the lock on every server, hands out the "
   CHECK(store.check("job", "tok-a").has_value());
   CHECK(store.release("job", "tok-a"));
   for (const int db : {1, 2, 3}) {
-    CHECK(connect_to(db).command({"EXISTS", key}).integer == 0);
+    CHECK(connect_to_test_server(db).command({"EXISTS", key}).integer == 0);
   }
 }
 
@@ -190,25 +176,28 @@ TEST_CASE("a quorum store: held by another token on 2 of 3 servers is busy, "
   auto store = quorum_store(prefix);
   const auto key = store.key_of("job");
   for (const int db : {1, 2}) {
-    connect_to(db).command({"HSET",        key,    "token",    "other",
-                            "host",        "far",  "pid",      "7",
-                            "user",        "ann",  "command",  "x",
-                            "ttl_ms",      "5000", "fence",    "1",
-                            "acquired_ms", "0",    "renewals", "0"});
-    connect_to(db).command({"PEXPIRE", key, "5000"});
+    connect_to_test_server(db).command(
+        {"HSET",    key,           "token",  "other",    "host",
+         "far",     "pid",         "7",      "user",     "ann",
+         "command", "x",           "ttl_ms", "5000",     "fence",
+         "1",       "acquired_ms", "0",      "renewals", "0"});
+    connect_to_test_server(db).command({"PEXPIRE", key, "5000"});
   }
   // Waiters are not woken by the undo: the lock was never ours.
   auto released = redis::Subscription::open(
-      endpoint_on(0), {}, {lock::keys_for(prefix, "job").released_channel()});
+      test_endpoint("", 0),
+      {},
+      {lock::keys_for(prefix, "job").released_channel()});
   const auto attempt = attempt_answered(store, "tok-b");
-  connect_to(0).command({"PING"}); // a round trip after the undo's publish
+  connect_to_test_server(0).command(
+      {"PING"}); // a round trip after the undo's publish
   std::this_thread::sleep_for(50ms);
   CHECK(released.take_messages() == 0);
   CHECK_FALSE(attempt.acquired);
   CHECK(attempt.holder == "ann@far:7");
   CHECK(attempt.retry_ms > 0);
   CHECK(attempt.retry_ms <= 5000);
-  CHECK(connect_to(3).command({"EXISTS", key}).integer == 0);
+  CHECK(connect_to_test_server(3).command({"EXISTS", key}).integer == 0);
   CHECK(store.lease_remaining_ms("job") > 0);
   CHECK_FALSE(store.check("job", "tok-b"));
 }
@@ -219,13 +208,13 @@ TEST_CASE("a quorum store's renewal counts a quorum of servers: one lost "
   auto store = quorum_store(prefix);
   const auto key = store.key_of("job");
   REQUIRE(acquire_free(store, "tok-c").acquired);
-  connect_to(1).command({"DEL", key});
+  connect_to_test_server(1).command({"DEL", key});
   auto renewal = store.renew("job", "tok-c", 5s, lock::RenewMode::exact);
   CHECK(renewal.held);
   CHECK(renewal.confirmed == 2);
   // Never re-created where it was lost.
-  CHECK(connect_to(1).command({"EXISTS", key}).integer == 0);
-  connect_to(2).command({"DEL", key});
+  CHECK(connect_to_test_server(1).command({"EXISTS", key}).integer == 0);
+  connect_to_test_server(2).command({"DEL", key});
   renewal = store.renew("job", "tok-c", 5s, lock::RenewMode::exact);
   CHECK_FALSE(renewal.held);
   store.release("job", "tok-c");
@@ -238,14 +227,14 @@ TEST_CASE("a quorum store's fence increases across holders whose quorums "
   const auto key = store.key_of("job");
   // Server 3 hands out fences far above the others' (its clock runs ahead):
   // the first holder's fence comes from it.
-  connect_to(3).command(
+  connect_to_test_server(3).command(
       {"SET", key + ":fence", "4999999999999999", "PX", "60000"});
   std::int64_t last = 0;
   for (const int lost : {0, 3, 1, 2, 3}) {
     // One server has lost everything, its fence counter too: the holder's
     // quorum is the other two, which the write-back raised.
     if (lost > 0) {
-      connect_to(lost).command({"DEL", key, key + ":fence"});
+      connect_to_test_server(lost).command({"DEL", key, key + ":fence"});
     }
     const auto token = "tok-" + std::to_string(lost);
     const auto attempt = acquire_free(store, token);

@@ -1,0 +1,195 @@
+// Shared locks (--shared) in the lock scripts, against a real redis-server:
+// plain and shared holders take turns, writers first, the --fair queue.
+#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/status.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "server.hpp"
+#include <thread>
+
+using namespace std::chrono_literals;
+using namespace rlock;
+using namespace rlock::testing;
+
+namespace {
+
+lock::AcquireAttempt
+take(redis::Connection& c,
+     const lock::LockKeys& keys,
+     const std::string& token,
+     std::int64_t limit,
+     const lock::WaiterEntry& entry = {}) {
+  return lock::try_acquire(c, keys, token, 30s, k_test_holder, entry, limit);
+}
+
+lock::AcquireAttempt
+shared(redis::Connection& c,
+       const lock::LockKeys& keys,
+       const std::string& token,
+       Duration queue_ttl = Duration::zero()) {
+  return take(c, keys, token, lock::k_shared_limit, {queue_ttl, {}});
+}
+
+// A plain waiter outside the queue, as the waiter asks: with a writer's mark.
+lock::AcquireAttempt
+writer(redis::Connection& c,
+       const lock::LockKeys& keys,
+       const std::string& token) {
+  return take(c, keys, token, 0, {{}, 10s});
+}
+
+std::int64_t
+marks(redis::Connection& c, const lock::LockKeys& keys) {
+  return c.command({"ZCARD", keys.writers}).integer;
+}
+
+} // namespace
+
+TEST_CASE("shared holders hold together; a plain one waits for them all") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  const auto a = shared(c, keys, "a");
+  const auto b = shared(c, keys, "b");
+  REQUIRE((a.acquired && b.acquired));
+  CHECK(a.slot == -1);
+  CHECK(a.fence < b.fence);
+  const auto plain = take(c, keys, "w", 0);
+  CHECK_FALSE(plain.acquired);
+  CHECK_FALSE(plain.limit_conflict);
+  CHECK(plain.shared_holders);
+  CHECK(plain.holder == "tester@test-host:42");
+  CHECK(plain.retry_ms > 0);
+  REQUIRE(lock::release(c, keys, "a"));
+  CHECK_FALSE(take(c, keys, "w", 0).acquired);
+  REQUIRE(lock::release(c, keys, "b"));
+  const auto now_plain = take(c, keys, "w", 0);
+  REQUIRE(now_plain.acquired);
+  CHECK(now_plain.fence > b.fence);
+  // And the other way round: shared waits for the plain holder.
+  const auto blocked = shared(c, keys, "c");
+  CHECK_FALSE(blocked.acquired);
+  CHECK_FALSE(blocked.limit_conflict);
+  CHECK_FALSE(blocked.shared_holders);
+  REQUIRE(lock::release(c, keys, "w"));
+  CHECK(shared(c, keys, "c").acquired);
+}
+
+TEST_CASE("a waiting writer's mark holds new shared holders back until it "
+          "takes the lock") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(shared(c, keys, "r1").acquired);
+  CHECK_FALSE(writer(c, keys, "w").acquired);
+  CHECK(marks(c, keys) == 1);
+  const auto late = shared(c, keys, "r2");
+  CHECK_FALSE(late.acquired);
+  CHECK(late.holder == "a waiting writer (writers go first)");
+  CHECK(late.retry_ms > 0);
+  CHECK(late.retry_ms <= 10'000);
+  REQUIRE(lock::release(c, keys, "r1"));
+  REQUIRE(writer(c, keys, "w").acquired);
+  CHECK(marks(c, keys) == 0);
+  REQUIRE(lock::release(c, keys, "w"));
+  CHECK(shared(c, keys, "r2").acquired);
+}
+
+TEST_CASE("no mark without a lifetime (-n), nor behind a plain holder") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(shared(c, keys, "r1").acquired);
+  CHECK_FALSE(take(c, keys, "w", 0).acquired);
+  CHECK(marks(c, keys) == 0);
+  CHECK(shared(c, keys, "r2").acquired);
+  const auto other = fresh_keys("shared");
+  REQUIRE(take(c, other, "p", 0).acquired);
+  CHECK_FALSE(writer(c, other, "w").acquired);
+  CHECK(marks(c, other) == 0);
+}
+
+TEST_CASE("a writer that leaves takes its mark back") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(shared(c, keys, "r1").acquired);
+  CHECK_FALSE(writer(c, keys, "w").acquired);
+  CHECK_FALSE(shared(c, keys, "r2").acquired);
+  lock::leave_queue(c, keys, "w");
+  CHECK(marks(c, keys) == 0);
+  CHECK(shared(c, keys, "r2").acquired);
+}
+
+TEST_CASE("a mark that is not refreshed ends by itself") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(shared(c, keys, "r1").acquired);
+  CHECK_FALSE(take(c, keys, "w", 0, {{}, 100ms}).acquired);
+  CHECK_FALSE(shared(c, keys, "r2").acquired);
+  std::this_thread::sleep_for(150ms);
+  CHECK(shared(c, keys, "r2").acquired);
+}
+
+TEST_CASE("--fair: the queue's order; a shared head passes a writer's mark") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(take(c, keys, "p", 0).acquired);
+  CHECK_FALSE(shared(c, keys, "r1", 10s).acquired);
+  CHECK_FALSE(take(c, keys, "w2", 0, {10s, {}}).acquired);
+  CHECK_FALSE(shared(c, keys, "r3", 10s).acquired);
+  REQUIRE(lock::release(c, keys, "p"));
+  // Not the head: waits, though the lock is free.
+  CHECK_FALSE(shared(c, keys, "r3", 10s).acquired);
+  REQUIRE(shared(c, keys, "r1", 10s).acquired);
+  // The plain w2 is next; r3, behind it, waits.
+  const auto w2 = take(c, keys, "w2", 0, {10s, {}});
+  CHECK_FALSE(w2.acquired);
+  CHECK(w2.place == 1);
+  CHECK_FALSE(shared(c, keys, "r3", 10s).acquired);
+  REQUIRE(lock::release(c, keys, "r1"));
+  REQUIRE(take(c, keys, "w2", 0, {10s, {}}).acquired);
+  REQUIRE(lock::release(c, keys, "w2"));
+  REQUIRE(shared(c, keys, "r3", 10s).acquired);
+  // A mark from a plain waiter outside the queue holds a newcomer back, into
+  // the queue, but not the queue's head.
+  CHECK_FALSE(writer(c, keys, "w5").acquired);
+  const auto r4 = shared(c, keys, "r4", 10s);
+  CHECK_FALSE(r4.acquired);
+  CHECK(r4.place == 1);
+  CHECK(shared(c, keys, "r4", 10s).acquired);
+}
+
+TEST_CASE("shared and semaphore holders refuse each other's limit") {
+  auto c = connect_to_test_server();
+  const auto reads = fresh_keys("shared");
+  REQUIRE(shared(c, reads, "r").acquired);
+  const auto semaphore_ask = take(c, reads, "s", 3);
+  REQUIRE(semaphore_ask.limit_conflict);
+  CHECK(*semaphore_ask.limit_conflict == lock::k_shared_limit);
+  const auto permits = fresh_keys("shared");
+  REQUIRE(take(c, permits, "s", 3).acquired);
+  const auto shared_ask = shared(c, permits, "r");
+  REQUIRE(shared_ask.limit_conflict);
+  CHECK(*shared_ask.limit_conflict == 3);
+}
+
+TEST_CASE("a shared holder renews, checks and releases its own hold; status "
+          "lists the holders") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(shared(c, keys, "a").acquired);
+  REQUIRE(shared(c, keys, "b").acquired);
+  CHECK(lock::renew(c, keys, "a", 60s).held);
+  CHECK(lock::check(c, keys, "b"));
+  CHECK_FALSE(lock::check(c, keys, "c"));
+  const auto snapshot =
+      lock::read_locks(c, lock::KeySpace{"test:"}, {keys.name});
+  REQUIRE(snapshot.locks.size() == 1);
+  const auto& state = snapshot.locks.front();
+  CHECK(state.held);
+  CHECK(state.limit == lock::k_shared_limit);
+  REQUIRE(state.holders.size() == 2);
+  CHECK(state.holders[1].token == "a"); // its lease ends last
+  CHECK(state.holders[1].ttl_ms > 30'000);
+  REQUIRE(lock::release(c, keys, "a"));
+  REQUIRE(lock::release(c, keys, "b"));
+  CHECK(c.command({"EXISTS", keys.lock, keys.holders}).integer == 0);
+}
