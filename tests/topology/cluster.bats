@@ -276,6 +276,26 @@ hold_on_every_master() {
   [[ $output == *"HELD 2/2"* ]]
 }
 
+@test "--shared through the cluster URL: its keys and a writer's mark on NAME's master, readers together, a writer gets in after them" {
+  local port name key writer
+  port=${CLUSTER_MASTER_PORTS%% *}
+  name=$(name_on "$port" rw)
+  key=$(lock_key "$name")
+  [[ $(slot_of "$(writers_key "$name")") == "$(slot_of "$key")" ]]
+  bg "$RLOCK" --shared "$name" sleep 2
+  bg "$RLOCK" -s "$name" sleep 2
+  wait_until 10 eval '[[ $(topology_cli "$port" zcard "$(holders_key "$name")") == 2 ]]'
+  run -0 rl status "$name"
+  [[ $output == *"SHARED 2"* ]]
+  bg "$RLOCK" "$name" touch "$BATS_TEST_TMPDIR/wrote"
+  writer=$BG_PID
+  wait_until 10 eval '[[ $(topology_cli "$port" zcard "$(writers_key "$name")") == 1 ]]'
+  run -75 rl --shared -n "$name" true
+  reaped 0 "$writer" 15
+  [[ -e $BATS_TEST_TMPDIR/wrote ]]
+  run -0 rl --shared -n "$name" true
+}
+
 @test "acquire, check, extend, wait and release through the cluster URL" {
   local url=$RLOCK_CLUSTER_URL name key owner seed waiter
   unset RLOCK_URL
