@@ -51,7 +51,9 @@ struct Fixture {
   FakeStore store;
   FakeClock clock;
   lock::WaitHooks hooks{[this](int, Duration d) { return clock.sleep(d); },
-                        [this] { return clock.now; }};
+                        [this] { return clock.now; },
+                        [this] { ++before_first_sleep; }};
+  int before_first_sleep = 0;
 
   Fixture() {
     clock.wakeups = &store.pending_wakeups;
@@ -85,6 +87,19 @@ TEST_CASE("-n asks once, watches nothing and takes no place in the queue") {
   CHECK(f.store.calls == std::vector<std::string>{"acquire"});
   CHECK(f.store.last_queue_ttl == Duration::zero());
   CHECK(f.clock.sleeps.empty());
+}
+
+TEST_CASE("the work before the first sleep runs once, and only for a wait") {
+  Fixture f;
+  f.store.acquire_answers = {answer(won())};
+  f.wait({});
+  CHECK(f.before_first_sleep == 0);
+  Fixture waiting;
+  waiting.store.acquire_answers = {
+      answer(busy(300)), answer(busy(300)), answer(busy(300)), answer(won())};
+  waiting.wait({});
+  CHECK(waiting.clock.sleeps.size() == 2);
+  CHECK(waiting.before_first_sleep == 1);
 }
 
 TEST_CASE("a waiter watches, asks again, then sleeps until the lease ends") {

@@ -53,6 +53,7 @@ make_wait_hooks(const proc::SignalBlock& signals) {
   return lock::WaitHooks{[&signals](int fd, Duration duration) {
                            return sleep_or_signal(signals, fd, duration);
                          },
+                         nullptr,
                          nullptr};
 }
 
@@ -63,16 +64,7 @@ acquire_or_undo(lock::LockStore& store,
                 const proc::SignalBlock& signals,
                 const std::function<void()>& before_waiting) {
   auto hooks = make_wait_hooks(signals);
-  if (before_waiting) {
-    hooks.sleep = [&, sleep = std::move(hooks.sleep), prepared = false](
-                      int fd, Duration timeout) mutable {
-      if (!prepared) {
-        prepared = true;
-        before_waiting();
-      }
-      return sleep(fd, timeout);
-    };
-  }
+  hooks.before_first_sleep = before_waiting;
   try {
     auto outcome = lock::wait_for_lock(store, request, options, hooks);
     if (outcome.uncertain

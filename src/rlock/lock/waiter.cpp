@@ -87,6 +87,7 @@ private:
   };
 
   BootTime now() const;
+  int sleep(int fd, Duration timeout);
   std::optional<WaitOutcome> wait(WaitOutcome& outcome, bool& ask);
   std::optional<WaitOutcome> recover(const redis::Failure& error,
                                      WaitOutcome& outcome);
@@ -110,11 +111,21 @@ private:
   std::optional<BootTime> m_deadline;
   std::unique_ptr<Wakeups> m_wakeups;
   std::string m_last_report;
+  bool m_slept = false;
 };
 
 BootTime
 Waiter::now() const {
   return m_hooks.now ? m_hooks.now() : boot_now();
+}
+
+int
+Waiter::sleep(int fd, Duration timeout) {
+  if (!m_slept && m_hooks.before_first_sleep) {
+    m_hooks.before_first_sleep();
+  }
+  m_slept = true;
+  return m_hooks.sleep(fd, timeout);
 }
 
 WaitOutcome
@@ -187,7 +198,7 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
     give_up();
     return outcome;
   }
-  if (const int signal = m_hooks.sleep(m_wakeups->fd(), next->delay)) {
+  if (const int signal = sleep(m_wakeups->fd(), next->delay)) {
     give_up();
     outcome.kind = WaitOutcome::Kind::interrupted;
     outcome.signal = signal;
@@ -229,7 +240,7 @@ Waiter::recover(const redis::Failure& error, WaitOutcome& outcome) {
       }
       delay = std::min(delay, left);
     }
-    if (const int signal = m_hooks.sleep(-1, delay)) {
+    if (const int signal = sleep(-1, delay)) {
       outcome.kind = WaitOutcome::Kind::interrupted;
       outcome.signal = signal;
       return outcome;

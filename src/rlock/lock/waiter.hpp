@@ -30,6 +30,9 @@ struct WaitHooks {
   std::function<int(int fd, Duration timeout)> sleep;
   // The clock deadlines are measured on; boot_now() when empty.
   std::function<BootTime()> now;
+  // Called once, before the first sleep: work worth doing only for a run
+  // that has to wait (none when empty).
+  std::function<void()> before_first_sleep;
 };
 
 struct WaitOutcome {
