@@ -5,6 +5,7 @@
 
 #include <rlock/lock/keys.hpp>
 #include <rlock/lock/lease.hpp>
+#include <rlock/lock/protocol.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/random.hpp>
@@ -50,5 +51,17 @@ fresh_keys(const std::string& stem, const std::string& prefix = "test:") {
 
 inline const lock::Holder k_test_holder{
     "test-host", 42, "tester", "make check"};
+
+// One acquire attempt of the test holder: for a plain lock, a semaphore or
+// a shared hold (`limit`), keeping its place as `entry` says.
+inline lock::AcquireAttempt
+take(redis::Connection& c,
+     const lock::LockKeys& keys,
+     const std::string& token,
+     std::int64_t limit,
+     const lock::WaiterEntry& entry = {},
+     Duration ttl = std::chrono::seconds(30)) {
+  return lock::try_acquire(c, keys, token, ttl, k_test_holder, entry, limit);
+}
 
 } // namespace rlock::testing

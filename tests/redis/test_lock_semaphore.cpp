@@ -15,19 +15,7 @@ using namespace std::chrono_literals;
 using namespace rlock;
 using namespace rlock::testing;
 
-namespace {
-
-lock::AcquireAttempt
-take(redis::Connection& c,
-     const lock::LockKeys& keys,
-     const std::string& token,
-     std::int64_t limit,
-     Duration ttl = 30s) {
-  return lock::try_acquire(
-      c, keys, token, ttl, k_test_holder, lock::WaiterEntry{}, limit);
-}
-
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("semaphore: N permits, the lowest free slot, increasing fences") {
   auto c = connect_to_test_server();
@@ -78,8 +66,8 @@ TEST_CASE("semaphore: the limit is part of the lock") {
 TEST_CASE("semaphore: a lease that ends gives its permit and slot back") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("sem");
-  REQUIRE(take(c, keys, "short", 2, 200ms).acquired);
-  REQUIRE(take(c, keys, "long", 2, 30s).acquired);
+  REQUIRE(take(c, keys, "short", 2, {}, 200ms).acquired);
+  REQUIRE(take(c, keys, "long", 2, {}, 30s).acquired);
   CHECK_FALSE(take(c, keys, "next", 2).acquired);
   // Renewed, it outlives its first lease; then it stops renewing.
   CHECK(lock::renew(c, keys, "short", 400ms).held);
@@ -99,8 +87,8 @@ TEST_CASE("semaphore: a lease that ends gives its permit and slot back") {
 TEST_CASE("semaphore: its keys expire with the last lease") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("sem");
-  REQUIRE(take(c, keys, "a", 2, 300ms).acquired);
-  REQUIRE(take(c, keys, "b", 2, 150ms).acquired);
+  REQUIRE(take(c, keys, "a", 2, {}, 300ms).acquired);
+  REQUIRE(take(c, keys, "b", 2, {}, 150ms).acquired);
   CHECK(c.command({"PTTL", keys.lock}).integer > 200);
   CHECK(c.command({"PTTL", keys.holders}).integer > 200);
   std::this_thread::sleep_for(400ms);

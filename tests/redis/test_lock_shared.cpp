@@ -15,15 +15,6 @@ using namespace rlock::testing;
 namespace {
 
 lock::AcquireAttempt
-take(redis::Connection& c,
-     const lock::LockKeys& keys,
-     const std::string& token,
-     std::int64_t limit,
-     const lock::WaiterEntry& entry = {}) {
-  return lock::try_acquire(c, keys, token, 30s, k_test_holder, entry, limit);
-}
-
-lock::AcquireAttempt
 shared(redis::Connection& c,
        const lock::LockKeys& keys,
        const std::string& token,

@@ -550,24 +550,31 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
   return result;
 }
 
+std::vector<AcquireAttempt>
+QuorumStore::peek_each(std::string_view name) {
+  const std::string what = "cannot read lock " + quote(name);
+  const auto answers =
+      round(all_members(), peek_call(keys(name)), round_time());
+  require_quorum(answers, what);
+  std::vector<AcquireAttempt> attempts;
+  for (const auto& answer : answers) {
+    if (answer.counts()) {
+      attempts.push_back(decode_peek(*answer.reply, what));
+    }
+  }
+  return attempts;
+}
+
 AcquireAttempt
 QuorumStore::peek(std::string_view name) {
-  const auto lock_keys = keys(name);
   const BootTime sent = boot_now();
-  const auto answers = round(all_members(), peek_call(lock_keys), round_time());
-  require_quorum(answers, "cannot read lock " + quote(name));
   std::vector<AcquireAttempt> busy;
   int free = 0;
-  for (const auto& answer : answers) {
-    if (!answer.counts()) {
-      continue;
-    }
-    auto attempt =
-        decode_peek(*answer.reply, "cannot read lock " + quote(name));
+  for (auto& attempt : peek_each(name)) {
     if (attempt.acquired) {
       ++free;
     } else {
-      busy.push_back(attempt);
+      busy.push_back(std::move(attempt));
     }
   }
   if (free >= m_deployment.quorum) {
@@ -583,16 +590,8 @@ QuorumStore::peek(std::string_view name) {
 
 std::int64_t
 QuorumStore::lease_remaining_ms(std::string_view name) {
-  const auto lock_keys = keys(name);
-  const auto answers = round(all_members(), peek_call(lock_keys), round_time());
-  require_quorum(answers, "cannot read lock " + quote(name));
   std::vector<std::int64_t> held_ms;
-  for (const auto& answer : answers) {
-    if (!answer.counts()) {
-      continue;
-    }
-    const auto attempt =
-        decode_peek(*answer.reply, "cannot read lock " + quote(name));
+  for (const auto& attempt : peek_each(name)) {
     if (!attempt.acquired) {
       held_ms.push_back(attempt.retry_ms);
     }

@@ -117,6 +117,9 @@ private:
   bool raise_fence(const std::vector<std::size_t>& members,
                    const ScriptCall& call,
                    Duration per_server);
+  // Looks at lock `name` on every server: what each that answered says
+  // (peek's reply); throws Failure when fewer than a quorum answered.
+  std::vector<AcquireAttempt> peek_each(std::string_view name);
   // Throws Failure naming the servers that did not answer, when fewer than
   // a quorum did.
   void require_quorum(const std::vector<Answer>& answers,
