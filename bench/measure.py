@@ -10,8 +10,9 @@ Reads the servers from the environment that bench/run sets:
   BENCH_CLUSTER_URL, BENCH_CLUSTER_WHY     the redis+cluster:// URL, or why not
   BENCH_REDLOCK_URLS, BENCH_REDLOCK_WHY    the Redlock masters' redis:// URLs,
                                            space-separated, or why not
-Prints the markdown table on stdout and writes it, with the machine facts, to
-FILE. Every loop and wait is bounded; every process it starts leads its own
+Prints the markdown table (and, when P1 or P3 ran, the kinds of lock's:
+--limit 3 and --shared next to a plain lock) on stdout and writes them, with
+the machine facts, to FILE. Every loop and wait is bounded; every process it starts leads its own
 process group and is killed (by that group's id) before it returns. How each
 metric is taken: bench/README.md.
 """
@@ -36,6 +37,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "child.sh")
 CRITICAL = os.path.join(HERE, "critical.sh")
+SECTION = os.path.join(HERE, "section.sh")
 WORKER = os.path.join(HERE, "worker.sh")
 REDIS_PY_LOCK = os.path.join(HERE, "redis_py_lock.py")
 
@@ -51,6 +53,29 @@ RATIO_BASES = {
     "rlock-cluster": ("rlock", "rlock-sentinel", "flock"),
     "rlock-redlock": ("rlock", "flock"),
 }
+
+# Issue #14: kinds of lock side by side in P1 and P3, in a section of their
+# own: rlock's plain lock, a semaphore and a shared lock on the same server,
+# and flock exclusive and shared. "rlock" and "flock" are the table's columns.
+KIND_LIMIT = 3
+KINDS = ("rlock", "rlock-limit", "rlock-shared", "flock", "flock-shared")
+KIND_EXTRA = ("rlock-limit", "rlock-shared", "flock-shared")  # not in TOOLS
+KIND_LABELS = {
+    "rlock": ("plain rlock", "`rlock NAME CMD`"),
+    "rlock-limit": (f"rlock --limit {KIND_LIMIT}", f"`rlock --limit {KIND_LIMIT} NAME CMD`"),
+    "rlock-shared": ("rlock --shared", "`rlock --shared NAME CMD`"),
+    "flock": ("flock", "`flock FILE CMD`"),
+    "flock-shared": ("flock -s", "`flock -s FILE CMD`"),
+}
+# What each kind's ratios are to, in this order.
+KIND_BASES = {
+    "rlock": ("flock",),
+    "rlock-limit": ("rlock", "flock"),
+    "rlock-shared": ("rlock", "flock", "flock-shared"),
+    "flock": (),
+    "flock-shared": ("flock",),
+}
+KIND_METRICS = ("p1", "p3kinds")
 
 P1_RUNS = 50
 P1_WARMUP = 3
@@ -316,6 +341,16 @@ def make_tools(args):
     flock.name_arg = lambda name: os.path.join(flock_dir, name)
     tools["flock"] = flock
 
+    for key, extra in (("rlock-limit", ["--limit", str(KIND_LIMIT)]),
+                       ("rlock-shared", ["--shared"])):
+        kind = Tool(key, rlock.available, rlock.why, rlock.port, metrics=KIND_METRICS)
+        kind.prefix = rlock.prefix + extra
+        tools[key] = kind
+    flock_shared = Tool("flock-shared", flock.available, flock.why, metrics=KIND_METRICS)
+    flock_shared.prefix = flock.prefix + ["-s"]
+    flock_shared.name_arg = flock.name_arg
+    tools["flock-shared"] = flock_shared
+
     port = env.get("BENCH_ETCD_PORT")
     etcd = Tool("etcd", bool(port), env.get("BENCH_ETCD_WHY", ""),
                 int(port) if port else None)
@@ -394,6 +429,20 @@ def gaps_of(events):
     return gaps, overlaps
 
 
+def most_at_once(events):
+    """The most holders whose S..E intervals overlapped. The events are in
+    time order, an E before an S of the same instant, so a holder that
+    leaves as another enters is not counted twice."""
+    inside, most = set(), 0
+    for _, kind, ident in events:
+        if kind == "S":
+            inside.add(ident)
+            most = max(most, len(inside))
+        else:
+            inside.discard(ident)
+    return most
+
+
 class Failed(Exception):
     pass
 
@@ -430,7 +479,7 @@ class Bench:
     # P1 ------------------------------------------------------------------
     def p1(self):
         log(f"P1 uncontended: {P1_RUNS} runs of 'LOCK NAME true' per tool")
-        tools = self.available("p1")
+        tools = self.available("p1", TOOLS + KIND_EXTRA)
         samples = {t.key: [] for t in tools}
         cpu = {t.key: [] for t in tools}
         failed = {}
@@ -588,6 +637,7 @@ class Bench:
                                     sum(r[1] for r in results),
                                     sorted({r[2] for r in results}),
                                     sum(r[3] for r in results)))
+        self.p3_kinds()
 
     def p3_round(self, tool, round_):
         """One round: returns (runs/s, overlaps, final counter, failed runs)."""
@@ -621,6 +671,59 @@ class Bench:
             with open(failures) as f:
                 failed = sum(1 for _ in f)
         return (P3_WORKERS * P3_RUNS / elapsed, overlaps, counter, failed)
+
+    # P3, kinds of lock (issue #14) ----------------------------------------
+    def p3_kinds(self):
+        log(f"P3 kinds of lock: {P3_ROUNDS} rounds of {P3_WORKERS} processes x "
+            f"{P3_RUNS} runs of section.sh per kind")
+        rounds = {}
+        for round_ in range(P3_ROUNDS):
+            for tool in self.available("p3kinds", KINDS):
+                if isinstance(self.r.get("p3kinds", {}).get(tool.key), str):
+                    continue  # failed in an earlier round
+                self.guarded("p3kinds", tool, lambda tool=tool, round_=round_:
+                             rounds.setdefault(tool.key, []).append(
+                                 self.p3_kinds_round(tool, round_)))
+        for key, results in rounds.items():
+            if isinstance(self.r.get("p3kinds", {}).get(key), str):
+                continue
+            self.record("p3kinds", key, (statistics.median(r[0] for r in results),
+                                         max(r[1] for r in results),
+                                         sum(r[2] for r in results)))
+
+    def p3_kinds_round(self, tool, round_):
+        """One round of section.sh: returns (runs/s, most holders inside at
+        once, failed runs)."""
+        work = os.path.join(self.tmp, f"p3kinds-{tool.key}-{round_}")
+        os.makedirs(work)
+        events = os.path.join(work, "events")
+        open(events, "w").close()
+        failures = os.path.join(work, "failures")
+        procs = new_procs()
+        err = self.errfile(f"p3kinds-{tool.key}")
+        start = time.perf_counter()
+        try:
+            for _ in range(P3_WORKERS):
+                procs.start([WORKER, str(P3_RUNS), failures]
+                            + tool.argv(f"bench-p3kinds-{tool.key}-{round_}",
+                                        [SECTION, work]),
+                            tool.env, err)
+            finished = procs.wait_all(240)
+            elapsed = time.perf_counter() - start
+        finally:
+            procs.kill_all()
+        if not finished:
+            raise Failed("timed out after 240 s")
+        failed = 0
+        if os.path.exists(failures):
+            with open(failures) as f:
+                failed = sum(1 for _ in f)
+        found = read_events(events)
+        starts = sum(1 for e in found if e[1] == "S")
+        if starts + failed != P3_WORKERS * P3_RUNS:
+            raise Failed(f"{starts} passes and {failed} failed runs of "
+                         f"{P3_WORKERS * P3_RUNS}")
+        return (P3_WORKERS * P3_RUNS / elapsed, most_at_once(found), failed)
 
     # P5 ------------------------------------------------------------------
     def etcd_messages(self, port):
@@ -998,11 +1101,70 @@ class Report:
 
     def table(self):
         header = ["metric", *TOOLS, "target", "rlock meets"]
-        lines = ["| " + " | ".join(header) + " |",
-                 "|" + "---|" * len(header)]
-        for row in self.rows():
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
-        return "\n".join(lines)
+        return markdown_table(header, self.rows())
+
+    # Issue #14's section: kinds of lock --------------------------------------
+    def kind_ratios(self, key, value, metric, index=None):
+        parts = []
+        for base in KIND_BASES[key]:
+            other = self.num(metric, base, index)
+            if other:
+                parts.append(f"{value / other:.2f}x {KIND_LABELS[base][0]}")
+        return f" ({', '.join(parts)})" if parts else ""
+
+    def kinds_table(self):
+        """The kinds' P1 and P3 side by side, or None when neither ran."""
+        if "p3kinds" not in self.r and not any(
+                k in self.r.get("p1", {}) for k in KIND_EXTRA):
+            return None
+        n = self.num
+
+        def p1fmt_for(key):
+            def fmt(v):
+                text = f"{ms(v)} ms" + self.kind_ratios(key, v, "p1")
+                c = n("p1cpu", key)
+                if c is not None:
+                    text += f"; CPU {ms(c)} ms" + self.kind_ratios(key, c, "p1cpu")
+                return text
+            return fmt
+
+        def p3fmt_for(key):
+            def fmt(v):
+                text = f"{v[0]:.1f}" + self.kind_ratios(key, v[0], "p3kinds", 0)
+                return text + (f"; {v[2]} runs failed" if v[2] else "")
+            return fmt
+
+        def most_fmt_for(key):
+            allowed = {"rlock": 1, "rlock-limit": KIND_LIMIT, "flock": 1}.get(key)
+            admits = f"admits {allowed}" if allowed else f"admits all {P3_WORKERS}"
+
+            def fmt(v):
+                if allowed and v[1] > allowed:
+                    return f"**{v[1]}: more than the {allowed} admitted**"
+                return f"{v[1]} ({admits})"
+            return fmt
+
+        rows = []
+        for key in KINDS:
+            label, command = KIND_LABELS[key]
+            rows.append([label, command,
+                         self.cell("p1", key, p1fmt_for(key)),
+                         self.cell("p3kinds", key, p3fmt_for(key)),
+                         self.cell("p3kinds", key, most_fmt_for(key))])
+        header = ["lock", "command",
+                  f"P1 uncontended `LOCK NAME true`, median of {P1_RUNS}",
+                  f"P3 contended, {P3_WORKERS} x {P3_RUNS} runs of `LOCK NAME "
+                  f"section.sh`: runs/s (median of {P3_ROUNDS})",
+                  "P3: most holders inside at once"]
+        return markdown_table(header, rows)
+
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "---|" * len(header)]
+    for row in rows:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(lines)
 
 
 def first_line(argv):
@@ -1045,7 +1207,7 @@ def machine_facts(args):
             f"bash {dpkg_version('bash')}.")
 
 
-def write_results(args, bench, report, table, started, elapsed, load_start):
+def write_results(args, bench, report, table, kinds, started, elapsed, load_start):
     date = started.strftime("%Y-%m-%d %H:%M UTC")
     load_end = os.getloadavg()[0]
     lines = [
@@ -1089,6 +1251,29 @@ def write_results(args, bench, report, table, started, elapsed, load_start):
     else:
         lines.append("rlock met every target in this run.")
     lines.append("")
+    if kinds is not None:
+        lines += [
+            "## Kinds of lock: --limit 3 and --shared next to a plain lock",
+            "",
+            kinds,
+            "",
+            "The same rlock binary and redis-server for the three rlock rows, "
+            "each kind on a lock name of its own. P1 is taken with the table's "
+            "P1 (the kinds take their turns with the other tools), so the "
+            "plain rlock's and flock's cells are the table's. P3 here runs "
+            "`section.sh` (the same two external commands as `critical.sh`, "
+            "`mkdir` and `rmdir`, but on a directory of each holder's own and "
+            "with no shared counter) instead of `critical.sh`, so its runs/s "
+            "are not the table's P3. A plain lock and flock admit one holder "
+            f"at a time, `--limit {KIND_LIMIT}` up to {KIND_LIMIT}, `--shared` "
+            f"and `flock -s` all {P3_WORKERS} workers: what they gain in runs/s "
+            "comes from holders running side by side, not from the same serialized "
+            "work done faster, and are bounded by the CPUs the workers and "
+            "their lock tools share. The last column counts the holders "
+            "whose `section.sh` runs overlapped in time (so at most as many "
+            "as held at once); more than a kind admits would be in bold.",
+            "",
+        ]
     with open(args.results, "w") as f:
         f.write("\n".join(lines))
 
@@ -1125,8 +1310,12 @@ def main():
     report = Report(bench)
     table = report.table()
     print(table)
-    write_results(args, bench, report, table, started, time.monotonic() - clock,
-                  load_start)
+    kinds = report.kinds_table()
+    if kinds is not None:
+        print()
+        print(kinds)
+    write_results(args, bench, report, table, kinds, started,
+                  time.monotonic() - clock, load_start)
     return 0
 
 
