@@ -1268,7 +1268,7 @@ def write_results(args, bench, report, table, kinds, started, elapsed, load_star
             f"at a time, `--limit {KIND_LIMIT}` up to {KIND_LIMIT}, `--shared` "
             f"and `flock -s` all {P3_WORKERS} workers: what they gain in runs/s "
             "comes from holders running side by side, not from the same serialized "
-            "work done faster, and are bounded by the CPUs the workers and "
+            "work done faster, and is bounded by the CPUs the workers and "
             "their lock tools share. The last column counts the holders "
             "whose `section.sh` runs overlapped in time (so at most as many "
             "as held at once); more than a kind admits would be in bold.",
