@@ -140,7 +140,7 @@ _rlock_subcommand_options()
     doctor) echo "-t --ttl --json $connection" ;;
     acquire)
       echo "-n --nonblock -w --wait --timeout --fair --restart-grace -t --ttl" \
-        "--limit --shared -E --conflict-exit-code --json --env -v --verbose -q --quiet" \
+        "--limit -s --shared -E --conflict-exit-code --json --env -v --verbose -q --quiet" \
         "$connection"
       ;;
     extend) echo "--token -t --ttl -v --verbose -q --quiet $connection" ;;

@@ -274,7 +274,7 @@ complete -c rlock -n $cond -s i -l interval -x -a $durations -d 'redraw every D 
 set cond '__rlock_at acquire'
 complete -c rlock -n $cond -s t -l ttl -x -a $durations -d 'lease length, not renewed (5m)'
 complete -c rlock -n $cond -l limit -x -a '2 3 4' -d 'a semaphore: at most N holders at once (slot printed)'
-complete -c rlock -n $cond -l shared -d 'a shared (read) lock: shared holders together, a plain one alone'
+complete -c rlock -n $cond -s s -l shared -d 'a shared (read) lock: shared holders together, a plain one alone'
 complete -c rlock -n $cond -s n -l nonblock -d 'fail at once if the lock is held'
 complete -c rlock -n $cond -l fair -d 'wait in line: first come, first served'
 complete -c rlock -n $cond -l restart-grace -x -a $durations -d 'take no lock from a server up less than D (30s)'

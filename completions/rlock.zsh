@@ -144,8 +144,8 @@ _rlock_subcommand() {
     (acquire)
       opts=(
         '(-t --ttl)'{-t+,--ttl=}'[lease length, not renewed (5m)]:duration:_rlock_durations'
-        '(--shared)--limit=[a semaphore: at most N holders at once (slot printed)]:N:(2 3 4)'
-        '(--limit)--shared[a shared (read) lock: shared holders together, a plain one alone]'
+        '(-s --shared)--limit=[a semaphore: at most N holders at once (slot printed)]:N:(2 3 4)'
+        '(--limit -s --shared)'{-s,--shared}'[a shared (read) lock: shared holders together, a plain one alone]'
         $_rlock_wait_options
         '(--env)--json[print {name, key, token, fence, ttl_ms}]'
         '(--json)--env[print RLOCK_* assignments for eval]'

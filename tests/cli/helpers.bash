@@ -35,7 +35,6 @@ queue_key() { printf '%s:queue' "$(lock_key "$@")"; }
 alive_key() { printf '%s:alive' "$(lock_key "$@")"; }
 once_key() { printf '%s:once' "$(lock_key "$@")"; }
 holders_key() { printf '%s:holders' "$(lock_key "$@")"; }
-writers_key() { printf '%s:writers' "$(lock_key "$@")"; }
 released_channel() { printf '%s:released' "$(lock_key "$@")"; }
 
 common_setup_file() {

@@ -85,12 +85,12 @@ stamped() {
 }
 
 @test "a writer behind a continuous stream of overlapping readers gets in within one reader's hold" {
-  local log=$BATS_TEST_TMPDIR/log asked took reader_hold=2 i
+  local log=$BATS_TEST_TMPDIR/log asked took reader_hold=2
   : >"$log"
   # A reader every 0.4 s for 8 s, each holding 2 s: 5 overlap at any time,
   # and the lock is never free of readers while the stream lasts.
   (
-    for i in $(seq 20); do
+    for _ in $(seq 20); do
       "$RLOCK" --shared stream sh -c "$(stamped "$log" "$reader_hold" r)" &
       sleep 0.4
     done
@@ -113,25 +113,64 @@ stamped() {
     '$1 == "r" && $2 >= e { after = 1 } END { exit !after }' "$log"
 }
 
-@test "a writer that gives up takes its mark back: readers get in at once" {
+@test "a writer that gives up leaves the queue: readers get in at once" {
   bg "$RLOCK" --shared gate sleep 60
   wait_until 10 key_exists "$(lock_key gate)"
-  run -75 rl -w 0.5 gate true
+  run -75 --separate-stderr rl -w 0.5 gate true
+  [[ $stderr == "rlock: gave up waiting for 'gate' after 500ms; held shared by $(id -un)@"* ]]
   run -0 rl -n --shared gate true
-  [[ $(redis_cli zcard "$(writers_key gate)") == 0 ]]
+  key_absent "$(queue_key gate)"
 }
 
-@test "a waiting writer killed with SIGKILL holds readers back only until its mark expires" {
+@test "a waiting writer killed with SIGKILL holds readers back only until its place expires" {
   bg "$RLOCK" --shared gate sleep 60
-  wait_until 10 key_exists "$(lock_key gate)"
+  bg "$RLOCK" --shared gate sleep 60
+  wait_until 10 holders_are gate 2
   bg "$RLOCK" gate true
   local writer=$BG_PID
-  wait_until 10 key_exists "$(writers_key gate)"
+  wait_until 10 key_exists "$(queue_key gate)"
   run -75 --separate-stderr rl -n -v --shared gate true
-  [[ $stderr == *"a waiting writer (writers go first)"* ]]
+  [[ $stderr == "rlock: not acquired: 'gate' is held shared by $(id -un)@"*" and 1 more; a plain run waits first" ]]
   kill -KILL "$writer"
-  # The mark lives 10 s unless refreshed.
+  # A place lives 10 s unless refreshed.
   wait_until 15 rl -n --shared gate true
+}
+
+@test "a --fair stream of readers does not starve a plain run without --fair" {
+  local log=$BATS_TEST_TMPDIR/log asked took
+  : >"$log"
+  (
+    for _ in $(seq 12); do
+      "$RLOCK" --fair --shared fstream sh -c "$(stamped "$log" 1.5 r)" &
+      sleep 0.4
+    done
+    wait
+  ) 3>&- &
+  track $!
+  sleep 1
+  asked=$(now_ms)
+  run -0 rl -w 30s fstream sh -c "$(stamped "$log" 0.2 W)"
+  took=$(awk '$1 == "W" { print $2 }' "$log")
+  echo "the writer waited $((took - asked)) ms" >&2
+  ((took - asked <= 1500 + 1500))
+}
+
+@test "a --shared run nested in a --shared run of the same NAME gets in while a writer waits" {
+  local out=$BATS_TEST_TMPDIR/nested
+  bg "$RLOCK" -s nest sh -c 'sleep 1; "$1" -n -s nest sh -c "echo inner >$2"; echo "inner exit $?" >>"$2.status"' sh "$RLOCK" "$out"
+  local outer=$BG_PID
+  wait_until 10 key_exists "$(lock_key nest)"
+  bg "$RLOCK" nest true
+  wait_until 10 key_exists "$(queue_key nest)"
+  reaped 0 "$outer" 15
+  [[ $(cat "$out") == inner ]]
+  [[ $(cat "$out.status") == "inner exit 0" ]]
+  # Not nested (another NAME's token): held back like any newcomer.
+  bg "$RLOCK" -s nest2 sleep 60
+  wait_until 10 key_exists "$(lock_key nest2)"
+  bg "$RLOCK" nest2 true
+  wait_until 10 key_exists "$(queue_key nest2)"
+  RLOCK_NAME=other RLOCK_TOKEN=x run -75 rl -n -s nest2 true
 }
 
 @test "--fair: arrival order, consecutive shared waiters admitted together" {
@@ -180,7 +219,7 @@ stamped() {
   run -75 --separate-stderr rl -n turn true
   [ -z "$stderr" ]
   run -75 --separate-stderr rl -n -v turn true
-  [[ $stderr == "rlock: not acquired: 'turn' is held by $(id -un)@"* ]]
+  [[ $stderr == "rlock: not acquired: 'turn' is held shared by $(id -un)@"* ]]
   kill -TERM "$reader"
   reaped 143 "$reader" 10
   bg "$RLOCK" turn2 sleep 60
@@ -192,7 +231,13 @@ stamped() {
 @test "--shared with --limit, with several --url, or against a semaphore: 64, one line, nothing run" {
   run -64 --separate-stderr rl --shared --limit 2 x touch "$BATS_TEST_TMPDIR/ran"
   [ -z "$output" ]
-  [ "$stderr" = "rlock: --shared: not with --limit '2': shared holders are not counted (--limit N admits N holders of a semaphore; --shared any number of readers, none while a plain holder runs)" ]
+  [ "$stderr" = "rlock: --shared: not with --limit '2': --shared admits any number of holders, --limit N counts them" ]
+  run -64 --separate-stderr rl --shared --hold 1m x touch "$BATS_TEST_TMPDIR/ran"
+  [ "$stderr" = "rlock: --hold '1m': not with --shared: other holders get in beside the run, so --hold cannot keep copies out" ]
+  run -64 --separate-stderr rl -s --once-per 1h x touch "$BATS_TEST_TMPDIR/ran"
+  [ "$stderr" = "rlock: --once-per '1h': not with --shared: other holders get in beside the run, so --once-per cannot keep copies out" ]
+  run -64 --separate-stderr rl --limit 3 --once-per 1h x touch "$BATS_TEST_TMPDIR/ran"
+  [ "$stderr" = "rlock: --once-per '1h': not with --limit 3: other holders get in beside the run, so --once-per cannot keep copies out" ]
   run -64 --separate-stderr rl -s --url redis://127.0.0.1:1 --url redis://127.0.0.1:2 --url redis://127.0.0.1:3 x touch "$BATS_TEST_TMPDIR/ran"
   [ "$stderr" = "rlock: --shared: not with several --url: a quorum of servers keeps one holder per NAME" ]
   run -64 --separate-stderr rl acquire --shared --limit 3 x
@@ -204,11 +249,11 @@ stamped() {
   bg "$RLOCK" --limit 2 sem sleep 60
   wait_until 10 key_exists "$(lock_key sem)"
   run -64 --separate-stderr rl --shared sem true
-  [ "$stderr" = "rlock: lock 'sem' is held with --limit 2; this run asks for --shared: every holder must ask for the same limit (a plain lock and --shared take turns)" ]
+  [ "$stderr" = "rlock: lock 'sem' is held with --limit 2; this run asks for --shared: --limit and --shared cannot share a NAME" ]
   bg "$RLOCK" --shared rd sleep 60
   wait_until 10 key_exists "$(lock_key rd)"
   run -64 --separate-stderr rl --limit 2 rd true
-  [ "$stderr" = "rlock: lock 'rd' is held with --shared; this run asks for --limit 2: every holder must ask for the same limit (a plain lock and --shared take turns)" ]
+  [ "$stderr" = "rlock: lock 'rd' is held with --shared; this run asks for --limit 2: --limit and --shared cannot share a NAME" ]
 }
 
 @test "one reader's hold lost stops that reader only (70); the others keep running" {
@@ -255,7 +300,7 @@ holders_are() {
 @test "acquire --shared: two scripts hold it together, a plain acquire waits; check, extend, release per token" {
   local t1 t2
   t1=$(rl acquire --shared -t 30s step)
-  t2=$(rl acquire --shared -t 30s step)
+  t2=$(rl acquire -s -t 30s step)
   [ "$t1" != "$t2" ]
   run -75 rl acquire -n step
   run -0 rl check --token "$t1" step

@@ -22,17 +22,19 @@ shared(redis::Connection& c,
   return take(c, keys, token, lock::k_shared_limit, {queue_ttl, {}});
 }
 
-// A plain waiter outside the queue, as the waiter asks: with a writer's mark.
+// A plain waiter outside --fair, as the waiter asks: with a place in the
+// queue should shared holders hold the lock.
 lock::AcquireAttempt
 writer(redis::Connection& c,
        const lock::LockKeys& keys,
-       const std::string& token) {
-  return take(c, keys, token, 0, {{}, 10s});
+       const std::string& token,
+       Duration place_ttl = 10s) {
+  return take(c, keys, token, 0, {{}, place_ttl});
 }
 
 std::int64_t
-marks(redis::Connection& c, const lock::LockKeys& keys) {
-  return c.command({"ZCARD", keys.writers}).integer;
+queued(redis::Connection& c, const lock::LockKeys& keys) {
+  return c.command({"ZCARD", keys.queue}).integer;
 }
 
 } // namespace
@@ -49,6 +51,7 @@ TEST_CASE("shared holders hold together; a plain one waits for them all") {
   CHECK_FALSE(plain.acquired);
   CHECK_FALSE(plain.limit_conflict);
   CHECK(plain.shared_holders);
+  CHECK(plain.holders == 2);
   CHECK(plain.holder == "tester@test-host:42");
   CHECK(plain.retry_ms > 0);
   REQUIRE(lock::release(c, keys, "a"));
@@ -62,70 +65,115 @@ TEST_CASE("shared holders hold together; a plain one waits for them all") {
   CHECK_FALSE(blocked.acquired);
   CHECK_FALSE(blocked.limit_conflict);
   CHECK_FALSE(blocked.shared_holders);
+  CHECK(blocked.holders == 1);
   REQUIRE(lock::release(c, keys, "w"));
   CHECK(shared(c, keys, "c").acquired);
 }
 
-TEST_CASE("a waiting writer's mark holds new shared holders back until it "
-          "takes the lock") {
+TEST_CASE("a plain waiter behind shared holders takes a place in the queue: "
+          "no shared newcomer passes it") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("shared");
   REQUIRE(shared(c, keys, "r1").acquired);
-  CHECK_FALSE(writer(c, keys, "w").acquired);
-  CHECK(marks(c, keys) == 1);
+  const auto w = writer(c, keys, "w");
+  CHECK_FALSE(w.acquired);
+  CHECK(w.place == 1);
   const auto late = shared(c, keys, "r2");
   CHECK_FALSE(late.acquired);
-  CHECK(late.holder == "a waiting writer (writers go first)");
+  // Whom it waits for: the shared holder, behind the queue's head.
+  CHECK(late.holder == "tester@test-host:42");
+  CHECK(late.shared_holders);
   CHECK(late.retry_ms > 0);
   CHECK(late.retry_ms <= 10'000);
+  // Nor a --fair one: it queues behind the writer.
+  CHECK(shared(c, keys, "f3", 10s).place == 2);
+  CHECK_FALSE(shared(c, keys, "f3", 10s).acquired);
   REQUIRE(lock::release(c, keys, "r1"));
   REQUIRE(writer(c, keys, "w").acquired);
-  CHECK(marks(c, keys) == 0);
+  CHECK(queued(c, keys) == 1);
   REQUIRE(lock::release(c, keys, "w"));
+  CHECK(shared(c, keys, "f3", 10s).acquired);
   CHECK(shared(c, keys, "r2").acquired);
 }
 
-TEST_CASE("no mark without a lifetime (-n), nor behind a plain holder") {
+TEST_CASE("no place for -n (no lifetime), nor behind a plain holder") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("shared");
   REQUIRE(shared(c, keys, "r1").acquired);
   CHECK_FALSE(take(c, keys, "w", 0).acquired);
-  CHECK(marks(c, keys) == 0);
+  CHECK(queued(c, keys) == 0);
   CHECK(shared(c, keys, "r2").acquired);
   const auto other = fresh_keys("shared");
   REQUIRE(take(c, other, "p", 0).acquired);
-  CHECK_FALSE(writer(c, other, "w").acquired);
-  CHECK(marks(c, other) == 0);
+  const auto w = writer(c, other, "w");
+  CHECK_FALSE(w.acquired);
+  CHECK(w.place == 0);
+  CHECK(queued(c, other) == 0);
 }
 
-TEST_CASE("a writer that leaves takes its mark back") {
+TEST_CASE("a queued plain waiter keeps its place while a plain holder holds") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(shared(c, keys, "r1").acquired);
+  CHECK(take(c, keys, "f", 0, {10s, {}}).place == 1);
+  CHECK(writer(c, keys, "w").place == 2);
+  REQUIRE(lock::release(c, keys, "r1"));
+  REQUIRE(take(c, keys, "f", 0, {10s, {}}).acquired);
+  // Plain-held now: the writer's next attempt still refreshes its place.
+  const auto again = writer(c, keys, "w", 30s);
+  CHECK(again.place == 1);
+  const auto expiry = std::stoll(c.command({"ZSCORE", keys.alive, "w"}).text);
+  const auto now_ms = std::stoll(c.command({"TIME"}).elements[0].text) * 1000;
+  CHECK(expiry > now_ms + 20'000);
+}
+
+TEST_CASE("a writer that leaves gives its place back") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("shared");
   REQUIRE(shared(c, keys, "r1").acquired);
   CHECK_FALSE(writer(c, keys, "w").acquired);
   CHECK_FALSE(shared(c, keys, "r2").acquired);
   lock::leave_queue(c, keys, "w");
-  CHECK(marks(c, keys) == 0);
+  CHECK(queued(c, keys) == 0);
   CHECK(shared(c, keys, "r2").acquired);
 }
 
-TEST_CASE("a mark that is not refreshed ends by itself") {
+TEST_CASE("a writer's place that is not refreshed ends by itself") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("shared");
   REQUIRE(shared(c, keys, "r1").acquired);
-  CHECK_FALSE(take(c, keys, "w", 0, {{}, 100ms}).acquired);
+  CHECK_FALSE(writer(c, keys, "w", 100ms).acquired);
   CHECK_FALSE(shared(c, keys, "r2").acquired);
   std::this_thread::sleep_for(150ms);
   CHECK(shared(c, keys, "r2").acquired);
 }
 
-TEST_CASE("--fair: the queue's order; a shared head passes a writer's mark") {
+TEST_CASE("a nested shared hold gets in beside its live parent, queue or not") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(shared(c, keys, "outer").acquired);
+  CHECK_FALSE(writer(c, keys, "w").acquired);
+  const auto nested = [&](const std::string& token, const std::string& parent) {
+    return lock::try_acquire(
+        c, keys, token, 30s, k_test_holder, {}, lock::k_shared_limit, parent);
+  };
+  CHECK_FALSE(nested("stranger", "not-a-holder").acquired);
+  CHECK(nested("inner", "outer").acquired);
+  REQUIRE(lock::release(c, keys, "outer"));
+  REQUIRE(lock::release(c, keys, "inner"));
+  // A plain holder is not passed, parent or not.
+  REQUIRE(writer(c, keys, "w").acquired);
+  CHECK_FALSE(nested("late", "outer").acquired);
+}
+
+TEST_CASE("--fair: the queue's order; consecutive shared waiters get in") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("shared");
   REQUIRE(take(c, keys, "p", 0).acquired);
   CHECK_FALSE(shared(c, keys, "r1", 10s).acquired);
   CHECK_FALSE(take(c, keys, "w2", 0, {10s, {}}).acquired);
   CHECK_FALSE(shared(c, keys, "r3", 10s).acquired);
+  CHECK_FALSE(shared(c, keys, "r4", 10s).acquired);
   REQUIRE(lock::release(c, keys, "p"));
   // Not the head: waits, though the lock is free.
   CHECK_FALSE(shared(c, keys, "r3", 10s).acquired);
@@ -138,13 +186,8 @@ TEST_CASE("--fair: the queue's order; a shared head passes a writer's mark") {
   REQUIRE(lock::release(c, keys, "r1"));
   REQUIRE(take(c, keys, "w2", 0, {10s, {}}).acquired);
   REQUIRE(lock::release(c, keys, "w2"));
+  // r3 and r4 follow each other: both get in.
   REQUIRE(shared(c, keys, "r3", 10s).acquired);
-  // A mark from a plain waiter outside the queue holds a newcomer back, into
-  // the queue, but not the queue's head.
-  CHECK_FALSE(writer(c, keys, "w5").acquired);
-  const auto r4 = shared(c, keys, "r4", 10s);
-  CHECK_FALSE(r4.acquired);
-  CHECK(r4.place == 1);
   CHECK(shared(c, keys, "r4", 10s).acquired);
 }
 

@@ -47,31 +47,17 @@ teardown_file() {
 }
 
 setup() {
-  skip_without_topology
-  if [[ ! -x $RLOCK ]]; then
-    echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
-    return 1
-  fi
-  unset REDIS_URL RLOCK_PREFIX RLOCK_REPLICAS
+  topology_setup || return
   # The roles as they are now: earlier tests fail masters over.
   cluster_export "$CLUSTER_DIR"
   export RLOCK_URL=$RLOCK_CLUSTER_URL
-  # The servers are seconds old: the restart grace (tests/cli/restart.bats)
-  # would hold every lock back for 30 s. It guards empty restarts, not this.
-  export RLOCK_RESTART_GRACE=0
-  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
-  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
   MIGRATING_FILE=$BATS_TEST_TMPDIR/migrating
-  : >"$BG_PIDS_FILE"
-  : >"$GROUPS_FILE"
-  cd "$BATS_TEST_TMPDIR" || return 1
 }
 
 teardown() {
   local slot to
-  common_teardown
+  topology_teardown
   [[ ! -d $BATS_TEST_TMPDIR/r ]] || redis_stop "$BATS_TEST_TMPDIR/r"
-  [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
   # A test that failed with a slot half migrated: finish the move, so that
   # the tests after it find a stable cluster.
   if [[ -n ${MIGRATING_FILE:-} && -s $MIGRATING_FILE ]]; then
@@ -276,12 +262,12 @@ hold_on_every_master() {
   [[ $output == *"HELD 2/2"* ]]
 }
 
-@test "--shared through the cluster URL: its keys and a writer's mark on NAME's master, readers together, a writer gets in after them" {
+@test "--shared through the cluster URL: its keys on NAME's master, readers together, a writer queued there gets in after them" {
   local port name key writer
   port=${CLUSTER_MASTER_PORTS%% *}
   name=$(name_on "$port" rw)
   key=$(lock_key "$name")
-  [[ $(slot_of "$(writers_key "$name")") == "$(slot_of "$key")" ]]
+  [[ $(slot_of "$(queue_key "$name")") == "$(slot_of "$key")" ]]
   bg "$RLOCK" --shared "$name" sleep 2
   bg "$RLOCK" -s "$name" sleep 2
   wait_until 10 eval '[[ $(topology_cli "$port" zcard "$(holders_key "$name")") == 2 ]]'
@@ -289,7 +275,7 @@ hold_on_every_master() {
   [[ $output == *"SHARED 2"* ]]
   bg "$RLOCK" "$name" touch "$BATS_TEST_TMPDIR/wrote"
   writer=$BG_PID
-  wait_until 10 eval '[[ $(topology_cli "$port" zcard "$(writers_key "$name")") == 1 ]]'
+  wait_until 10 eval '[[ $(topology_cli "$port" zcard "$(queue_key "$name")") == 1 ]]'
   run -75 rl --shared -n "$name" true
   reaped 0 "$writer" 15
   [[ -e $BATS_TEST_TMPDIR/wrote ]]

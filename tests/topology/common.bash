@@ -49,6 +49,44 @@ skip_without_topology() {
   fi
 }
 
+# topology_setup [BINARY]: the start of every topology test's setup: skip
+# without redis binaries, check the rlock binary (BINARY, $RLOCK by
+# default), clear the variables that would point rlock elsewhere, set the
+# files the helpers and teardown use, and move to the test's directory. The
+# servers are seconds old, so RLOCK_RESTART_GRACE is 0: the grace guards
+# against a server that restarted empty (tests/cli/restart.bats tests it);
+# here it would hold every lock back for 30 s.
+topology_setup() {
+  local binary=${1:-$RLOCK}
+  skip_without_topology
+  if [[ ! -x $binary ]]; then
+    echo "rlock binary not found or not executable: '$binary' (set RLOCK=/abs/path)" >&2
+    return 1
+  fi
+  unset REDIS_URL RLOCK_PREFIX RLOCK_REPLICAS RLOCK_PASSWORD
+  export RLOCK_RESTART_GRACE=0
+  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
+  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
+  FROZEN_FILE=$BATS_TEST_TMPDIR/frozen
+  : >"$BG_PIDS_FILE"
+  : >"$GROUPS_FILE"
+  : >"$FROZEN_FILE"
+  cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+# topology_teardown: the end of every topology test: continue the servers
+# the test froze, then end its rlocks and their children.
+topology_teardown() {
+  local port
+  if [[ -n ${FROZEN_FILE:-} && -f $FROZEN_FILE ]]; then
+    while read -r port; do
+      topology_thaw "$port" 2>/dev/null || :
+    done <"$FROZEN_FILE"
+  fi
+  common_teardown
+  [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
+}
+
 # --- cluster: where a lock lives ($CLUSTER_DIR, $CLUSTER_MASTER_PORTS) ------
 
 # renewed_on KEY PORT: within 5 s, KEY's PTTL on the node on PORT goes up:

@@ -43,36 +43,14 @@ teardown_file() {
 }
 
 setup() {
-  skip_without_topology
-  if [[ ! -x $RLOCK ]]; then
-    echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
-    return 1
-  fi
-  unset REDIS_URL RLOCK_PREFIX RLOCK_REPLICAS RLOCK_PASSWORD
+  topology_setup || return
   # RLOCK_URL: the 5 URLs, separated by spaces; PORTS: their ports.
   redlock_export "$REDLOCK_DIR"
   read -ra PORTS <<<"$REDLOCK_PORTS"
-  # The servers are seconds old (and restarted ones younger still): the
-  # restart grace (tests/cli/restart.bats) would hold every lock back.
-  export RLOCK_RESTART_GRACE=0
-  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
-  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
-  FROZEN_FILE=$BATS_TEST_TMPDIR/frozen
-  : >"$BG_PIDS_FILE"
-  : >"$GROUPS_FILE"
-  : >"$FROZEN_FILE"
-  cd "$BATS_TEST_TMPDIR" || return 1
 }
 
 teardown() {
-  local port
-  if [[ -n ${FROZEN_FILE:-} && -f $FROZEN_FILE ]]; then
-    while read -r port; do
-      topology_thaw "$port" 2>/dev/null || :
-    done <"$FROZEN_FILE"
-  fi
-  common_teardown
-  [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
+  topology_teardown
   [[ -z ${REDLOCK_DIR:-} || ! -s $REDLOCK_DIR/redlock ]] || revive_all
 }
 

@@ -63,37 +63,12 @@ teardown_file() {
 }
 
 setup() {
-  skip_without_topology
-  if [[ ! -x $RLOCK ]]; then
-    echo "rlock binary not found or not executable: '$RLOCK' (set RLOCK=/abs/path)" >&2
-    return 1
-  fi
-  unset REDIS_URL RLOCK_PREFIX RLOCK_REPLICAS
+  topology_setup || return
   export RLOCK_URL=$RLOCK_SENTINEL_URL
-  # A fresh topology's servers are seconds old, and with the default
-  # --restart-grace (30s) no lock would be granted. The grace guards against
-  # a server that restarted empty (tests/cli/restart.bats tests it); here it
-  # would only delay every test.
-  export RLOCK_RESTART_GRACE=0
-  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
-  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
-  FROZEN_FILE=$BATS_TEST_TMPDIR/frozen
-  : >"$BG_PIDS_FILE"
-  : >"$GROUPS_FILE"
-  : >"$FROZEN_FILE"
-  cd "$BATS_TEST_TMPDIR" || return 1
 }
 
 teardown() {
-  local port
-  # Continue what this test froze, then end its rlocks and their children.
-  if [[ -n ${FROZEN_FILE:-} && -f $FROZEN_FILE ]]; then
-    while read -r port; do
-      topology_thaw "$port" 2>/dev/null || :
-    done <"$FROZEN_FILE"
-  fi
-  common_teardown
-  [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
+  topology_teardown
 }
 
 # freeze PORT / thaw PORT: SIGSTOP / SIGCONT the server on PORT; teardown

@@ -54,27 +54,13 @@ teardown_file() {
 }
 
 setup() {
-  skip_without_topology
-  if [[ ! -x $RLOCK_BINARY ]]; then
-    echo "rlock binary not found or not executable: '$RLOCK_BINARY' (set RLOCK=/abs/path)" >&2
-    return 1
-  fi
-  unset REDIS_URL RLOCK_PREFIX RLOCK_REPLICAS
+  topology_setup "$RLOCK_BINARY" || return
   sentinel_export "$SENTINEL_DIR"
   cluster_export "$CLUSTER_DIR"
-  # The servers are seconds old: the restart grace (tests/cli/restart.bats)
-  # would hold every lock back for 30 s. It guards empty restarts, not this.
-  export RLOCK_RESTART_GRACE=0
-  BG_PIDS_FILE=$BATS_TEST_TMPDIR/bg.pids
-  GROUPS_FILE=$BATS_TEST_TMPDIR/groups
-  : >"$BG_PIDS_FILE"
-  : >"$GROUPS_FILE"
-  cd "$BATS_TEST_TMPDIR" || return 1
 }
 
 teardown() {
-  common_teardown
-  [[ -z ${GROUPS_FILE:-} || ! -f $GROUPS_FILE ]] || kill_child_groups
+  topology_teardown
 }
 
 # plain URL: URL with its rediss scheme made redis (no TLS).

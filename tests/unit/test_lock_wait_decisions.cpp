@@ -178,16 +178,17 @@ TEST_CASE("--fair queues, refreshes its place in [4s, 5s] and leaves at -w") {
 }
 
 lock::AcquireAttempt
-held_by_readers(std::int64_t retry_ms) {
+queued_behind_readers(std::int64_t retry_ms) {
   auto attempt = busy(retry_ms);
   attempt.shared_holders = true;
+  attempt.place = 1;
   return attempt;
 }
 
-TEST_CASE("a plain waiter behind shared holders keeps its writer's mark: "
-          "refreshed in [4s, 5s], taken back at -w") {
+TEST_CASE("a plain waiter that the store queued behind shared holders "
+          "refreshes its place in [4s, 5s] and leaves at -w") {
   Fixture f;
-  f.store.acquire_answers = {answer(held_by_readers(30'000))};
+  f.store.acquire_answers = {answer(queued_behind_readers(30'000))};
   const auto outcome = f.wait({.timeout = 12s});
   CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
   CHECK(f.store.last_writer_ttl == lock::k_queue_entry_ttl);
@@ -197,16 +198,16 @@ TEST_CASE("a plain waiter behind shared holders keeps its writer's mark: "
     CHECK(f.clock.sleeps[i] >= 4s);
     CHECK(f.clock.sleeps[i] <= 5s);
   }
-  // Each refresh is a full attempt, as for the --fair queue's place.
+  // Each refresh is a full attempt, as for --fair.
   CHECK(f.store.count("acquire")
         == static_cast<int>(f.clock.sleeps.size()) + 2);
   CHECK(f.store.calls.back() == "leave");
 }
 
-TEST_CASE("no writer's mark for -n, --fair, a semaphore or a shared waiter; "
-          "a plain waiter behind a plain holder neither refreshes nor leaves") {
+TEST_CASE("only a plain waiter that waits offers to queue; one the store did "
+          "not queue neither refreshes nor leaves") {
   Fixture f;
-  f.store.acquire_answers = {answer(held_by_readers(20'000))};
+  f.store.acquire_answers = {answer(queued_behind_readers(20'000))};
   f.wait({.nonblock = true, .timeout = std::nullopt});
   CHECK(f.store.last_writer_ttl == Duration::zero());
   f.wait({.timeout = 1s, .fair = true});
@@ -221,7 +222,7 @@ TEST_CASE("no writer's mark for -n, --fair, a semaphore or a shared waiter; "
   plain.store.acquire_answers = {answer(busy(30'000))};
   plain.wait({.timeout = 12s});
   CHECK(plain.store.last_writer_ttl == lock::k_queue_entry_ttl);
-  // Only the safety net's [5s, 10s], not the mark's refresh.
+  // Only the safety net's [5s, 10s], not the place's refresh.
   REQUIRE(plain.clock.sleeps.size() >= 2);
   for (std::size_t i = 0; i + 1 < plain.clock.sleeps.size(); ++i) {
     CHECK(plain.clock.sleeps[i] >= 5s);

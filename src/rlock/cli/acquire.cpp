@@ -37,7 +37,7 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
                        "a semaphore: at most N holders at once (slot printed)")
       ->type_name("N")
       ->group("Locking");
-  app.add_flag("--shared",
+  app.add_flag("-s,--shared",
                raw.step.shared,
                "a shared (read) lock: shared holders together, a plain one "
                "alone")
@@ -70,6 +70,8 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   options.limit =
       detail::limit_of(raw.step.limit, raw.step.shared, options.server);
   options.name = detail::validated_name(raw.step.name);
+  options.parent_token =
+      detail::parent_token_of(options.limit, options.name, environment);
   return options;
 }
 
@@ -134,7 +136,8 @@ report_not_acquired(const AcquireOptions& options,
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(options.name) + " after "
                 + format_duration(*wait) + "; "
-                + (held_back.empty() ? "held by " + printable(attempt.holder)
+                + (held_back.empty() ? lock::held_by_text(
+                       attempt, false, options.limit == lock::k_shared_limit)
                                      : held_back));
   } else if (!held_back.empty()) {
     log::info("not acquired: " + quote(options.name) + ": " + held_back);
@@ -165,7 +168,8 @@ run(const AcquireOptions& options) {
                                   random_token(),
                                   options.ttl,
                                   calling_script(),
-                                  options.limit};
+                                  options.limit,
+                                  options.parent_token};
   const auto outcome = acquire_or_undo(
       *store, request, wait_options_of(options.waiting), signals);
   if (outcome.attempt.limit_conflict) {

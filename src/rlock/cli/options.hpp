@@ -63,7 +63,8 @@ struct RunOptions {
   std::optional<Duration> hold;     // --hold: keep the lock at least this long
   std::optional<Duration> once_per; // --once-per: one success per slot
   std::string events_path;          // --events: JSON lines; "-" is stderr
-  std::int64_t limit = 0; // --limit N: one of N holders (0: a plain lock)
+  std::int64_t limit = 0;   // --limit N: one of N holders (0: a plain lock)
+  std::string parent_token; // --shared inside a shared run of NAME: its token
 };
 
 // rlock acquire: take a lock for a script, print its token.
@@ -76,7 +77,8 @@ struct AcquireOptions {
   WaitingOptions waiting;
   Output output = Output::token;
   log::Level log_level = log::Level::normal;
-  std::int64_t limit = 0; // --limit N: one of N holders (0: a plain lock)
+  std::int64_t limit = 0;   // --limit N: one of N holders (0: a plain lock)
+  std::string parent_token; // --shared inside a shared run of NAME: its token
 };
 
 // rlock extend: renew a lock taken with acquire.

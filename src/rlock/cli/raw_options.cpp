@@ -608,9 +608,8 @@ limit_of(const std::optional<std::string>& text,
          const ServerOptions& server) {
   if (shared && text) {
     throw_usage("--shared: not with --limit " + quote(*text)
-                + ": shared holders are not counted (--limit N admits N "
-                  "holders of a semaphore; --shared any number of readers, "
-                  "none while a plain holder runs)");
+                + ": --shared admits any number of holders, --limit N "
+                  "counts them");
   }
   if (shared && !server.members.empty()) {
     throw_usage("--shared: not with several --url: a quorum of servers "
@@ -637,6 +636,16 @@ limit_of(const std::optional<std::string>& text,
                 "own N)");
   }
   return limit;
+}
+
+std::string
+parent_token_of(std::int64_t limit,
+                const std::string& name,
+                const Environment& environment) {
+  if (limit != lock::k_shared_limit || environment.rlock_name != name) {
+    return "";
+  }
+  return environment.rlock_token.value_or("");
 }
 
 WaitingOptions

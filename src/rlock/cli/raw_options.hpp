@@ -146,6 +146,13 @@ std::int64_t limit_of(const std::optional<std::string>& text,
                       bool shared,
                       const ServerOptions& server);
 
+// Returns the token of the run this one is nested in ($RLOCK_TOKEN) when it
+// asks for a shared hold (`limit`) of the same lock `name` ($RLOCK_NAME);
+// "" otherwise.
+std::string parent_token_of(std::int64_t limit,
+                            const std::string& name,
+                            const Environment& environment);
+
 // Returns --restart-grace, else $RLOCK_RESTART_GRACE, else the default; zero
 // turns it off.
 Duration restart_grace_of(const RawOptions& raw,

@@ -392,10 +392,13 @@ run_held(const Held& held,
 void
 report_not_acquired(const std::string& name,
                     const std::optional<Duration>& wait,
+                    std::int64_t limit,
                     const lock::AcquireAttempt& attempt) {
-  const std::string holder = printable(attempt.holder);
   const bool held_back = !attempt.held_back.empty();
-  const std::string why = held_back ? attempt.held_back : "held by " + holder;
+  const std::string why =
+      held_back
+          ? attempt.held_back
+          : lock::held_by_text(attempt, false, limit == lock::k_shared_limit);
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(name) + " after "
                 + format_duration(*wait) + "; " + why);
@@ -434,7 +437,8 @@ run(const RunOptions& options) {
                                   random_token(),
                                   options.timing.ttl,
                                   holder_of(options),
-                                  options.limit};
+                                  options.limit,
+                                  options.parent_token};
   std::optional<proc::Watchdog> watchdog;
   const auto outcome = acquire_or_undo(
       *store, request, wait_options_of(options.waiting), signals, [&] {
@@ -452,7 +456,8 @@ run(const RunOptions& options) {
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
-    report_not_acquired(options.name, options.waiting.wait, outcome.attempt);
+    report_not_acquired(
+        options.name, options.waiting.wait, options.limit, outcome.attempt);
     return options.waiting.conflict_exit_code;
   }
   lock::HeldLock lock(*store, request, outcome.attempt, options.timing);

@@ -1,4 +1,5 @@
 #include <rlock/cli/run_mode.hpp>
+#include <rlock/lock/lease.hpp>
 #include <rlock/proc/signals.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
@@ -95,6 +96,31 @@ add_flock_options(CLI::App& app, detail::RawOptions& raw) {
   app.add_flag("-o,--close")
       ->description("accepted: COMMAND gets no lock descriptor")
       ->group(flock);
+}
+
+// --hold and --once-per keep other runs out: --hold keeps copies from
+// running while the lock is held, --once-per lets one run per slot. Other
+// holders of a semaphore or a shared lock would get in beside the run
+// anyway: a usage error rather than a promise that does not hold.
+void
+refuse_alone_options(const RunOptions& options, const detail::RunRaw& run) {
+  if (options.limit == 0) {
+    return;
+  }
+  const std::string kind = options.limit == lock::k_shared_limit
+                               ? std::string("--shared")
+                               : "--limit " + *run.limit;
+  const auto refuse = [&](const char* option, const std::string& value) {
+    throw_usage(std::string(option) + " " + quote(value) + ": not with " + kind
+                + ": other holders get in beside the run, so " + option
+                + " cannot keep copies out");
+  };
+  if (run.hold) {
+    refuse("--hold", *run.hold);
+  }
+  if (run.once_per) {
+    refuse("--once-per", *run.once_per);
+  }
 }
 
 } // namespace
@@ -206,9 +232,12 @@ run_options_of(const detail::RawOptions& raw,
                 "hold is shared or exclusive");
   }
   options.limit = detail::limit_of(run.limit, run.shared, options.server);
+  refuse_alone_options(options, run);
   // NAME and COMMAND last: a bad option value explains more than the
   // "missing COMMAND" it may have caused by swallowing a word.
   options.name = detail::validated_name(name);
+  options.parent_token =
+      detail::parent_token_of(options.limit, options.name, environment);
   options.command =
       command_of(name, rest, run.shell_command, environment.shell);
   return options;

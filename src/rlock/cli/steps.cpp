@@ -56,10 +56,12 @@ refuse_limit(const std::string& name,
            : limit == lock::k_shared_limit ? std::string("--shared")
                                            : "--limit " + std::to_string(limit);
   };
+  const bool shared =
+      held == lock::k_shared_limit || asked == lock::k_shared_limit;
   throw_usage("lock " + quote(name) + " is held with " + limit_text(held) + "; "
-              + who + " asks for " + limit_text(asked)
-              + ": every holder must ask for the same limit (a plain lock and "
-                "--shared take turns)");
+              + who + " asks for " + limit_text(asked) + ": "
+              + (shared ? "--limit and --shared cannot share a NAME"
+                        : "every holder must ask for the same limit"));
 }
 
 } // namespace rlock::cli

@@ -35,7 +35,6 @@ keys_for(const KeySpace& space, std::string_view name) {
                   lock + ":alive",
                   lock + ":once",
                   lock + ":holders",
-                  lock + ":writers",
                   lock + ":"};
 }
 

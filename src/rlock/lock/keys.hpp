@@ -28,16 +28,13 @@ struct LockKeys {
   // <prefix>{NAME}:holders: a semaphore's holders, each token scored by the
   // end of its lease (server time, ms)
   std::string holders;
-  // <prefix>{NAME}:writers: plain waiters that hold new shared holders back
-  // (writers first), each token scored by when its mark ends (server ms)
-  std::string writers;
   // <prefix>{NAME}: the start of the wake-up channels' names
   std::string channel_prefix;
 
   // Returns the keys every lock script takes, in order.
   std::vector<std::string>
   script_keys() const {
-    return {lock, fence, queue, alive, once, holders, writers};
+    return {lock, fence, queue, alive, once, holders};
   }
 
   // Returns the channel on which a release wakes waiters outside the queue.

@@ -36,6 +36,10 @@ struct LockRequest {
   Duration ttl{};
   Holder holder;
   std::int64_t limit = 0;
+  // A shared hold nested in another of the same lock (a run inside a run):
+  // the outer one's token. While it holds, this one gets in beside it even
+  // if a plain waiter waits, which would otherwise wait for the outer one.
+  std::string parent_token{};
 };
 
 // How a waiter that does not get the lock keeps its place meanwhile (zero:
@@ -43,8 +47,9 @@ struct LockRequest {
 struct WaiterEntry {
   // --fair: joins the queue, or refreshes its place there, for this long.
   Duration queue_ttl{};
-  // A plain waiter, while shared holders hold the lock: holds new shared
-  // holders back for this long (writers first).
+  // A plain waiter, when shared holders hold the lock (or it has a place
+  // already): joins the queue, or refreshes its place, for this long, so
+  // that no shared newcomer passes it (writers first).
   Duration writer_ttl{};
 
   bool operator==(const WaiterEntry&) const = default;
@@ -77,9 +82,10 @@ struct AcquireAttempt {
   std::int64_t holder_ttl_ms = 0;
   // When not acquired: how long the holder has held it.
   std::int64_t held_ms = 0;
-  // When not acquired: shared holders hold it (a plain waiter's
-  // WaiterEntry::writer_ttl then holds new ones back until refreshed).
+  // When not acquired: shared holders hold it, and how many hold it (a
+  // semaphore's or shared lock's; 1 for a plain lock, 0 if unknown).
   bool shared_holders = false;
+  std::int64_t holders = 0;
   // When not acquired because the server started too recently
   // (--restart-grace): why, for people; retry_ms is when the grace ends.
   std::string held_back;

@@ -34,7 +34,8 @@ acquire_call(const LockKeys& keys,
              Duration ttl,
              const Holder& holder,
              const WaiterEntry& entry,
-             std::int64_t limit) {
+             std::int64_t limit,
+             const std::string& parent_token) {
   const auto ms_or_zero = [](Duration duration) {
     return duration > Duration::zero() ? milliseconds_of(duration) : "0";
   };
@@ -49,7 +50,8 @@ acquire_call(const LockKeys& keys,
            ms_or_zero(entry.queue_ttl),
            std::to_string(limit),
            keys.channel_prefix,
-           ms_or_zero(entry.writer_ttl)},
+           ms_or_zero(entry.writer_ttl),
+           parent_token},
           "cannot acquire lock " + quote(keys.name)};
 }
 
@@ -140,9 +142,11 @@ try_acquire(redis::Connection& connection,
             Duration ttl,
             const Holder& holder,
             const WaiterEntry& entry,
-            std::int64_t limit) {
+            std::int64_t limit,
+            const std::string& parent_token) {
   const BootTime sent = boot_now();
-  const auto call = acquire_call(keys, token, ttl, holder, entry, limit);
+  const auto call =
+      acquire_call(keys, token, ttl, holder, entry, limit, parent_token);
   auto attempt = decode_acquire(run(connection, call), call.what);
   attempt.sent = sent;
   return attempt;

@@ -30,13 +30,14 @@ struct ScriptCall {
 };
 
 // With a `limit`, one of that many permits of a semaphore, or a shared
-// hold (k_shared_limit).
+// hold (k_shared_limit), nested in `parent_token`'s shared hold if given.
 ScriptCall acquire_call(const LockKeys& keys,
                         const std::string& token,
                         Duration ttl,
                         const Holder& holder,
                         const WaiterEntry& entry = {},
-                        std::int64_t limit = 0);
+                        std::int64_t limit = 0,
+                        const std::string& parent_token = "");
 ScriptCall renew_call(const LockKeys& keys,
                       const std::string& token,
                       Duration ttl,
@@ -69,7 +70,8 @@ AcquireAttempt try_acquire(redis::Connection& connection,
                            Duration ttl,
                            const Holder& holder,
                            const WaiterEntry& entry = {},
-                           std::int64_t limit = 0);
+                           std::int64_t limit = 0,
+                           const std::string& parent_token = "");
 
 // Takes a waiter that gives up out of the queue, waking the next one if the
 // lock is free. Throws Error (unavailable) when Redis fails.

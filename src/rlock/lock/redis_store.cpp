@@ -244,7 +244,8 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
                              request.ttl,
                              request.holder,
                              entry,
-                             request.limit);
+                             request.limit,
+                             request.parent_token);
         },
         undo);
     if (attempt.acquired) {

@@ -47,8 +47,9 @@ decode_busy(const redis::Reply& reply,
   if (fields.size() >= 7) {
     attempt.held_ms = redis::integer_of(fields[6], what);
   }
-  if (fields.size() >= 8) {
+  if (fields.size() >= 9) {
     attempt.shared_holders = redis::integer_of(fields[7], what) == 1;
+    attempt.holders = redis::integer_of(fields[8], what);
   }
 }
 

@@ -48,6 +48,24 @@ ordinal(std::int64_t n) {
 
 } // namespace
 
+std::string
+held_by_text(const AcquireAttempt& attempt,
+             bool with_command,
+             bool shared_request) {
+  std::string text = attempt.shared_holders ? "held shared by " : "held by ";
+  text += printable(attempt.holder);
+  if (with_command && !attempt.command.empty()) {
+    text += " (" + printable(attempt.command) + ")";
+  }
+  if (attempt.holders > 1) {
+    text += " and " + std::to_string(attempt.holders - 1) + " more";
+  }
+  if (shared_request && attempt.shared_holders) {
+    text += "; a plain run waits first";
+  }
+  return text;
+}
+
 Duration
 safety_span(std::int64_t holder_ttl_ms, Duration own_ttl) {
   const Duration holder_ttl =
@@ -68,11 +86,11 @@ public:
          const WaitOptions& options,
          const WaitHooks& hooks,
          std::function<void()> leave,
-         bool marks_writer = false)
+         bool shared = false)
       : m_attempt(std::move(attempt)), m_remaining(std::move(remaining)),
         m_store(store), m_name(name), m_token(token), m_ttl(ttl),
         m_options(options), m_hooks(hooks), m_leave(std::move(leave)),
-        m_marks_writer(marks_writer) {
+        m_shared(shared) {
     if (options.timeout) {
       m_deadline = now() + *options.timeout;
     }
@@ -106,8 +124,8 @@ private:
   const WaitOptions& m_options;
   const WaitHooks& m_hooks;
   std::function<void()> m_leave;
-  bool m_marks_writer;
-  bool m_marked = false; // an attempt may have left a writer's mark
+  bool m_shared = false; // a shared hold is asked for
+  bool m_queued = false; // an attempt may have taken a place in the queue
   std::optional<BootTime> m_deadline;
   std::unique_ptr<Wakeups> m_wakeups;
   std::string m_last_report;
@@ -150,7 +168,7 @@ Waiter::run() {
   if (m_options.nonblock || outcome.attempt.limit_conflict) {
     return outcome;
   }
-  m_marked = outcome.attempt.shared_holders;
+  m_queued = outcome.attempt.place > 0;
   // Subscribed first, then asked again: a release between the first attempt
   // and the subscription is seen by the second attempt, any later one by a
   // message. Uncontended runs never pay for the subscription.
@@ -190,7 +208,7 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
       give_up();
       return outcome;
     }
-    m_marked = m_marked || outcome.attempt.shared_holders;
+    m_queued = m_queued || outcome.attempt.place > 0;
     report(outcome.attempt);
   }
   const auto next = next_delay(outcome.attempt);
@@ -294,9 +312,9 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
   if (attempt.retry_ms >= 0) {
     bound(from_milliseconds(attempt.retry_ms) + k_expiry_slack);
   }
-  if (m_options.fair || (m_marks_writer && attempt.shared_holders)) {
-    // The queue place or the writer's mark, refreshed in [4/5, 1] of the
-    // interval: jittered, like the safety net.
+  if (m_options.fair || attempt.place > 0) {
+    // The place in the queue, refreshed in [4/5, 1] of the interval:
+    // jittered, like the safety net.
     bound(k_queue_refresh
           - Duration(random_below_or_equal(
               static_cast<std::uint64_t>(k_queue_refresh.count() / 5))));
@@ -323,16 +341,13 @@ Waiter::report(const AcquireAttempt& attempt) {
     }
     return;
   }
-  std::string who = printable(attempt.holder);
-  if (!attempt.command.empty()) {
-    who += " (" + printable(attempt.command) + ")";
-  }
+  const std::string who = held_by_text(attempt, true, m_shared);
   const std::string key = who + "/" + std::to_string(attempt.place);
   if (key == m_last_report) {
     return;
   }
   m_last_report = key;
-  std::string text = "waiting for " + quote(m_name) + " held by " + who;
+  std::string text = "waiting for " + quote(m_name) + " " + who;
   if (attempt.held_ms > 0) {
     text += ", " + format_duration(from_milliseconds(attempt.held_ms));
   }
@@ -348,11 +363,10 @@ Waiter::report(const AcquireAttempt& attempt) {
                 {"place", attempt.place}});
 }
 
-// Leaves the queue, or takes back the writer's mark, so that nobody waits
-// for a waiter that is gone.
+// Leaves the queue, so that nobody waits for a waiter that is gone.
 void
 Waiter::give_up() {
-  if (!m_leave || (!m_options.fair && !m_marked)) {
+  if (!m_leave || (!m_options.fair && !m_queued)) {
     return;
   }
   try {
@@ -370,10 +384,10 @@ wait_for_lock(LockStore& store,
               const LockRequest& request,
               const WaitOptions& options,
               const WaitHooks& hooks) {
-  // A waiter that will not wait takes no place in the queue and makes no
-  // writer's mark: nobody would refresh them, and they would hold others
-  // back until they expired. In the queue, arrival order already puts a
-  // writer before the shared waiters that came after it.
+  // A waiter that will not wait takes no place in the queue: nobody would
+  // refresh it, and it would hold the free lock back until it expired. A
+  // plain waiter without --fair takes one only when shared holders hold the
+  // lock (writers first; the store decides).
   WaiterEntry entry;
   if (!options.nonblock && options.fair) {
     entry.queue_ttl = k_queue_entry_ttl;
@@ -400,7 +414,7 @@ wait_for_lock(LockStore& store,
                 options,
                 hooks,
                 leave,
-                entry.writer_ttl > Duration::zero())
+                request.limit == k_shared_limit)
       .run();
 }
 

@@ -17,6 +17,15 @@ inline constexpr Duration k_queue_entry_ttl = std::chrono::seconds(10);
 // waiter sleeps a random time in [span/2, span] for a lost wake-up message.
 Duration safety_span(std::int64_t holder_ttl_ms, Duration own_ttl);
 
+// Says who holds the lock an attempt did not get: "held by user@host:pid",
+// with its command in parentheses when `with_command`; for a semaphore or a
+// shared lock "held [shared] by ... and 2 more" (the holder whose lease ends
+// first). When `shared_request` was kept out only by a plain waiter queued
+// first, it says so.
+std::string held_by_text(const AcquireAttempt& attempt,
+                         bool with_command,
+                         bool shared_request = false);
+
 struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever

@@ -8,9 +8,15 @@
 --          for a shared holder, 0 (or none) for a plain lock
 -- ARGV[9]  the channel prefix, to wake the next waiter in the queue while
 --          a semaphore has permits left or a shared holder got in
--- ARGV[10] a plain waiter's writer mark lifetime in ms: while shared holders
---          hold the lock, marks this waiter in KEYS[7] for that long (or
---          refreshes its mark); 0 (or none) for no mark
+-- ARGV[10] a plain waiter's place in the queue, in ms: when shared holders
+--          hold the lock, or it has a place already, it joins the queue (or
+--          refreshes its place there) for that long, as ARGV[7] does, so
+--          that no shared newcomer gets in before it (writers first); 0 (or
+--          none) for no place
+-- ARGV[11] with a shared limit, the token of a shared hold of the same lock
+--          this run is nested in (its parent rlock's), or empty: a live
+--          one lets it in beside its parent whoever waits, since the parent
+--          would otherwise wait for a writer that waits for the parent
 -- Returns {1, fence} when acquired ({1, fence, slot} for a semaphore: the
 -- lowest index in 0..N-1 no live holder has); {2, limit} when the lock has
 -- live holders under another limit (0: a plain lock; plain and shared
@@ -43,6 +49,7 @@ local token = ARGV[1]
 local limit = tonumber(ARGV[8]) or 0
 local shared = limit == k_shared
 local writer_ttl = tonumber(ARGV[10]) or 0
+local parent = ARGV[11] or ''
 -- A semaphore all of whose leases ended is free; its keys go once this
 -- script has written (see live_head()).
 local held_limit = limit_of_lock()
@@ -137,11 +144,8 @@ if held_limit == k_shared then
 elseif held_limit then
   held = held or holders >= limit
 end
--- Writers first: a waiting writer's mark holds new shared holders back,
--- except the queue's head (see "Shared locks" in prelude.lua).
-local writer_expiry = shared and head ~= token and waiting_writer_expiry()
-if limit ~= 0 and not held and not writer_expiry
-    and (head == nil or head == token) then
+local nested = shared and parent ~= '' and holder_expiry(parent) ~= nil
+if limit ~= 0 and not held and (head == nil or head == token or nested) then
   local fence = next_fence()
   local slot = (not shared) and free_slot() or nil
   take_permit(fence, slot)
@@ -173,6 +177,10 @@ end
 
 local place = 0
 local queue_ttl = tonumber(ARGV[7])
+if queue_ttl == 0 and writer_ttl > 0 and limit == 0
+    and (held_limit == k_shared or redis.call('ZSCORE', KEYS[3], token)) then
+  queue_ttl = writer_ttl
+end
 if queue_ttl > 0 then
   redis.call('ZADD', KEYS[4], string.format('%d', now_ms + queue_ttl), token)
   if not redis.call('ZSCORE', KEYS[3], token) then
@@ -182,12 +190,6 @@ if queue_ttl > 0 then
   redis.call('PEXPIRE', KEYS[3], queue_ttl * 2)
   redis.call('PEXPIRE', KEYS[4], queue_ttl * 2)
 end
-if limit == 0 and held_limit == k_shared and writer_ttl > 0 then
-  redis.call('ZADD', KEYS[7], string.format('%d', now_ms + writer_ttl), token)
-  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now_ms)
-  -- If every writer dies, the marks go by themselves.
-  redis.call('PEXPIRE', KEYS[7], writer_ttl * 2)
-end
 forget(dead)
 if queue_ttl > 0 then
   place = redis.call('ZRANK', KEYS[3], token) + 1
@@ -196,8 +198,12 @@ end
 if held then
   return held_reply(place)
 end
-if writer_expiry then
-  return {0, writer_expiry - now_ms, 'a waiting writer (writers go first)', '', place, 0, 0,
-    held_limit == k_shared and 1 or 0}
+if held_limit == k_shared then
+  -- A shared run behind the queue's head (a plain waiter, writers first):
+  -- it waits while the shared holders hold, and looks again when the head's
+  -- place would expire at the latest.
+  local reply = held_reply(place)
+  reply[2] = math.min(reply[2], head_expiry - now_ms)
+  return reply
 end
 return {0, head_expiry - now_ms, 'the next waiter in the queue', '', place, 0, 0}

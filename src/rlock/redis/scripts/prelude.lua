@@ -8,8 +8,6 @@
 --   KEYS[5]  --once-per: the number of the last slot with a successful run
 --   KEYS[6]  a semaphore's holders: zset of token -> lease expiry (ms,
 --            server time); see "Semaphores" below
---   KEYS[7]  plain waiters holding new shared holders back: zset of token
---            -> when the mark ends (ms); see "Shared locks" below
 -- (a script may be given only the first few it uses).
 if redis.replicate_commands then
   pcall(redis.replicate_commands)
@@ -30,11 +28,10 @@ local function store_fence(fence)
     'PX', string.format('%d', keep_ms))
 end
 
--- Removes a waiter's entries: its place in the queue and its writer mark.
+-- Removes a waiter from the queue.
 local function leave_queue(token)
   redis.call('ZREM', KEYS[3], token)
   redis.call('ZREM', KEYS[4], token)
-  redis.call('ZREM', KEYS[7], token)
 end
 
 -- Returns the first waiter in the queue that is still alive, its expiry, and
@@ -91,10 +88,8 @@ local holder_fields = {'slot', 'fence', 'ttl_ms', 'host', 'pid', 'user',
 
 -- Shared locks: a lock whose limit is k_shared (-1) has any number of
 -- holders, kept as a semaphore's are, and no plain holder while one lives.
--- Writers first: a plain waiter that finds shared holders marks itself in
--- KEYS[7] until it takes the lock, leaves, or stops refreshing the mark;
--- while a mark lives, no new shared holder is admitted, except one at the
--- head of the --fair queue (arrival order is the queue's promise).
+-- Writers first: a plain waiter that finds shared holders takes a place in
+-- the --fair queue (see acquire.lua), which no newcomer passes.
 local k_shared = -1
 
 -- Returns the semaphore's limit (k_shared for a shared lock); nil for a
@@ -163,37 +158,27 @@ local function permit_free()
   return redis.call('EXISTS', KEYS[1]) == 0
 end
 
--- Returns when the last live mark of a waiting writer ends (ms), nil when
--- none lives (reads only).
-local function waiting_writer_expiry()
-  local last = redis.call('ZREVRANGE', KEYS[7], 0, 0, 'WITHSCORES')
-  local expiry = tonumber(last[2])
-  if expiry and expiry > now_ms then
-    return expiry
-  end
-  return nil
-end
-
 -- A semaphore's busy reply, as held_reply(): the holder named is the one
 -- whose lease ends first, and retry_ms is when.
 local function semaphore_held_reply(place)
   local shared = limit_of_lock() == k_shared and 1 or 0
   local first = live_holders()[1]
   if not first then
-    return {0, 0, '?@?:?', '', place, 0, 0, shared}
+    return {0, 0, '?@?:?', '', place, 0, 0, shared, 0}
   end
   local f = redis.call('HMGET', KEYS[1], first .. ':user', first .. ':host',
     first .. ':pid', first .. ':command', first .. ':ttl_ms', first .. ':acquired_ms')
   local who = (f[1] or '?') .. '@' .. (f[2] or '?') .. ':' .. (f[3] or '?')
   local held_ms = now_ms - (tonumber(f[6]) or now_ms)
   return {0, holder_expiry(first) - now_ms, who, f[4] or '', place,
-    tonumber(f[5]) or 0, held_ms, shared}
+    tonumber(f[5]) or 0, held_ms, shared, #live_holders()}
 end
 
 -- The reply of acquire.lua and peek.lua while the lock is held, in the one
 -- order both share: {0, retry_ms (the lease's PTTL), "user@host:pid",
 -- command, place in the queue (0 outside it), holder_ttl_ms, held_ms,
--- 1 when shared holders hold it else 0}.
+-- 1 when shared holders hold it else 0, how many hold it}: a semaphore's
+-- or shared lock's holder named is the one whose lease ends first.
 local function held_reply(place)
   if limit_of_lock() then
     return semaphore_held_reply(place)
@@ -201,5 +186,5 @@ local function held_reply(place)
   local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command', 'ttl_ms', 'acquired_ms')
   local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
   local held_ms = now_ms - (tonumber(holder[6]) or now_ms)
-  return {0, redis.call('PTTL', KEYS[1]), who, holder[4] or '', place, tonumber(holder[5]) or 0, held_ms, 0}
+  return {0, redis.call('PTTL', KEYS[1]), who, holder[4] or '', place, tonumber(holder[5]) or 0, held_ms, 0, 1}
 end
