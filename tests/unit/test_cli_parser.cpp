@@ -1,5 +1,6 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/parser.hpp>
+#include <rlock/lock/lease.hpp>
 #include <rlock/util/error.hpp>
 
 #include <catch2/catch.hpp>
@@ -360,6 +361,52 @@ TEST_CASE("$RLOCK_TOKEN counts only for the lock $RLOCK_NAME names") {
   environment.rlock_name.reset();
   CHECK_THAT(error({"check", "outer"}),
              Catch::Contains("$RLOCK_NAME is not set"));
+}
+
+TEST_CASE("each step command reads the options it takes, and only those") {
+  const auto acquire = std::get<AcquireOptions>(parse(
+      {"acquire", "-t", "1m", "--limit", "3", "--json", "-w", "2s", "a"}));
+  CHECK(acquire.name == "a");
+  CHECK(acquire.ttl == 1min);
+  CHECK(acquire.limit == 3);
+  CHECK(acquire.output == AcquireOptions::Output::json);
+  CHECK(acquire.waiting.wait == 2s);
+  const auto shared =
+      std::get<AcquireOptions>(parse({"acquire", "--shared", "--env", "a"}));
+  CHECK(shared.limit == rlock::lock::k_shared_limit);
+  CHECK(shared.output == AcquireOptions::Output::env);
+  // -t is extend's new length, not a lease of its own.
+  const auto extend = std::get<ExtendOptions>(
+      parse({"extend", "--token", "t1", "-t", "1m", "e"}));
+  CHECK(extend.name == "e");
+  CHECK(extend.token == "t1");
+  CHECK(extend.length == 1min);
+  const auto release =
+      std::get<ReleaseOptions>(parse({"release", "--force", "r"}));
+  CHECK(release.name == "r");
+  CHECK(release.force);
+  CHECK(release.token.empty());
+  CHECK(std::get<ReleaseOptions>(parse({"release", "--token", "t2", "r"})).token
+        == "t2");
+  const auto check = std::get<CheckOptions>(
+      parse({"check", "--token", "t3", "--min-validity", "3s", "c"}));
+  CHECK(check.name == "c");
+  CHECK(check.token == "t3");
+  CHECK(check.min_validity == 3s);
+  const auto wait =
+      std::get<WaitFreeOptions>(parse({"wait", "-w", "4s", "-E", "9", "w"}));
+  CHECK(wait.name == "w");
+  CHECK(wait.waiting.wait == 4s);
+  CHECK(wait.waiting.conflict_exit_code == 9);
+  // What one command takes, another refuses.
+  CHECK_THAT(usage_error({"release", "-t", "1m", "--token", "t", "r"}),
+             Catch::Contains("'-t'"));
+  CHECK_THAT(usage_error({"extend", "--force", "--token", "t", "e"}),
+             Catch::Contains("'--force'"));
+  CHECK_THAT(usage_error({"check", "--shared", "--token", "t", "c"}),
+             Catch::Contains("'--shared'"));
+  CHECK_THAT(usage_error({"wait", "--min-validity", "1s", "w"}),
+             Catch::Contains("'--min-validity'"));
 }
 
 TEST_CASE("each default is the one the help text shows") {

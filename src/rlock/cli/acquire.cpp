@@ -23,30 +23,31 @@ using Output = AcquireOptions::Output;
 
 void
 add_options(CLI::App& app, detail::RawOptions& raw) {
-  detail::add_step_name(app, raw);
+  auto& acquire = raw.acquire;
+  detail::add_step_name(app, acquire.name);
   detail::add_optional(app,
                        "-t,--ttl",
-                       raw.step.ttl,
+                       acquire.ttl,
                        "lease length, not renewed ("
                            + defaults::help_text(defaults::k_acquire_ttl) + ")")
       ->type_name("D")
       ->group("Locking");
   detail::add_optional(app,
                        "--limit",
-                       raw.step.limit,
+                       acquire.limit,
                        "a semaphore: at most N holders at once (slot printed)")
       ->type_name("N")
       ->group("Locking");
   app.add_flag("-s,--shared",
-               raw.step.shared,
+               acquire.shared,
                "a shared (read) lock: shared holders together, a plain one "
                "alone")
       ->group("Locking");
   detail::add_wait_options(app, raw, true);
   app.add_flag(
-         "--json", raw.step.json, "print {name, key, token, fence, ttl_ms}")
+         "--json", acquire.json, "print {name, key, token, fence, ttl_ms}")
       ->group("Output");
-  app.add_flag("--env", raw.step.env, "print RLOCK_* assignments for eval")
+  app.add_flag("--env", acquire.env, "print RLOCK_* assignments for eval")
       ->group("Output");
   detail::add_server_options(app, raw);
   detail::add_output_options(app, raw);
@@ -54,22 +55,23 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
 
 ParsedCommand
 options_of(const detail::RawOptions& raw, const Environment& environment) {
+  const auto& acquire = raw.acquire;
   AcquireOptions options;
   options.log_level = detail::log_level_of(raw);
   options.server = detail::server_of(raw, environment);
   options.server.restart_grace = detail::restart_grace_of(raw, environment);
   options.waiting = detail::waiting_of(raw);
-  if (raw.step.json && raw.step.env) {
+  if (acquire.json && acquire.env) {
     throw_usage("--json and --env exclude each other");
   }
-  options.output = raw.step.json  ? Output::json
-                   : raw.step.env ? Output::env
-                                  : Output::token;
-  options.ttl = detail::duration_or(
-      raw.step.ttl, defaults::k_acquire_ttl, "--ttl", false);
+  options.output = acquire.json  ? Output::json
+                   : acquire.env ? Output::env
+                                 : Output::token;
+  options.ttl =
+      detail::duration_or(acquire.ttl, defaults::k_acquire_ttl, "--ttl", false);
   options.limit =
-      detail::limit_of(raw.step.limit, raw.step.shared, options.server);
-  options.name = detail::validated_name(raw.step.name);
+      detail::limit_of(acquire.limit, acquire.shared, options.server);
+  options.name = detail::validated_name(acquire.name);
   options.parent_token =
       detail::parent_token_of(options.limit, options.name, environment);
   return options;

@@ -12,11 +12,12 @@ namespace {
 
 void
 add_options(CLI::App& app, detail::RawOptions& raw) {
-  detail::add_step_name(app, raw);
-  detail::add_token_option(app, raw);
+  auto& check = raw.check;
+  detail::add_step_name(app, check.name);
+  detail::add_token_option(app, check.token);
   detail::add_optional(app,
                        "--min-validity",
-                       raw.step.min_validity,
+                       check.min_validity,
                        "succeed only with at least D left ("
                            + defaults::help_text(defaults::k_min_validity)
                            + ")")
@@ -28,13 +29,14 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
 
 ParsedCommand
 options_of(const detail::RawOptions& raw, const Environment& environment) {
+  const auto& check = raw.check;
   CheckOptions options;
   options.log_level = detail::log_level_of(raw);
   options.server = detail::server_of(raw, environment);
   options.min_validity = detail::duration_or(
-      raw.step.min_validity, defaults::k_min_validity, "--min-validity", true);
-  options.name = detail::validated_name(raw.step.name);
-  options.token = detail::token_of(raw, options.name, environment);
+      check.min_validity, defaults::k_min_validity, "--min-validity", true);
+  options.name = detail::validated_name(check.name);
+  options.token = detail::token_of(check.token, options.name, environment);
   return options;
 }
 

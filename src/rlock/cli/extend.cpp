@@ -10,26 +10,28 @@ namespace {
 
 void
 add_options(CLI::App& app, detail::RawOptions& raw) {
-  detail::add_step_name(app, raw);
+  auto& extend = raw.extend;
+  detail::add_step_name(app, extend.name);
   detail::add_optional(app,
                        "-t,--ttl",
-                       raw.step.ttl,
+                       extend.length,
                        "new lease length (the one it was taken with)")
       ->type_name("D")
       ->group("Locking");
-  detail::add_token_option(app, raw);
+  detail::add_token_option(app, extend.token);
   detail::add_server_options(app, raw);
   detail::add_output_options(app, raw);
 }
 
 ParsedCommand
 options_of(const detail::RawOptions& raw, const Environment& environment) {
+  const auto& extend = raw.extend;
   ExtendOptions options;
   options.log_level = detail::log_level_of(raw);
   options.server = detail::server_of(raw, environment);
-  options.length = detail::optional_duration_of(raw.step.ttl, "--ttl", false);
-  options.name = detail::validated_name(raw.step.name);
-  options.token = detail::token_of(raw, options.name, environment);
+  options.length = detail::optional_duration_of(extend.length, "--ttl", false);
+  options.name = detail::validated_name(extend.name);
+  options.token = detail::token_of(extend.token, options.name, environment);
   return options;
 }
 

@@ -183,20 +183,20 @@ add_version_flag(CLI::App& app, RawOptions& raw) {
 }
 
 void
-add_step_name(CLI::App& app, RawOptions& raw) {
+add_step_name(CLI::App& app, std::string& name) {
   // One value, so that a second word is an unexpected argument, not a new
   // NAME (valued options take their last value).
   app.add_option_function<std::string>(
          "NAME",
-         [&raw](const std::string& name) { raw.step.name = name; },
+         [&name](const std::string& value) { name = value; },
          "the lock")
       ->type_name("")
       ->required();
 }
 
 void
-add_token_option(CLI::App& app, RawOptions& raw) {
-  app.add_option("--token", raw.step.token, "the holder's token ($RLOCK_TOKEN)")
+add_token_option(CLI::App& app, std::string& token) {
+  app.add_option("--token", token, "the holder's token ($RLOCK_TOKEN)")
       ->type_name("T")
       ->group("Locking");
 }
@@ -666,11 +666,11 @@ waiting_of(const RawOptions& raw) {
 // $RLOCK_TOKEN belongs to the lock $RLOCK_NAME: a job that takes a second
 // lock inside `rlock NAME COMMAND` must not use the outer lock's token.
 std::string
-token_of(const RawOptions& raw,
+token_of(const std::string& typed,
          const std::string& name,
          const Environment& environment) {
-  if (!raw.step.token.empty()) {
-    return raw.step.token;
+  if (!typed.empty()) {
+    return typed;
   }
   if (!environment.rlock_token || environment.rlock_token->empty()) {
     throw_usage("--token: required, or set $RLOCK_TOKEN");

@@ -48,22 +48,47 @@ struct DoctorRaw {
   bool json = false;
 };
 
-// The one NAME of acquire, extend, release, check and wait.
-struct StepRaw {
+// rlock acquire's own options, as typed.
+struct AcquireRaw {
   std::string name;
-  std::optional<std::string> ttl; // acquire: the lease; extend: new length
-  std::string token;
-  bool force = false;
-  std::optional<std::string> min_validity;
+  std::optional<std::string> ttl; // the lease, not renewed
+  std::optional<std::string> limit;
+  bool shared = false;
   bool json = false;
   bool env = false;
-  std::optional<std::string> limit; // acquire
-  bool shared = false;              // acquire
+};
+
+// rlock extend's.
+struct ExtendRaw {
+  std::string name;
+  std::string token;
+  std::optional<std::string> length; // -t, --ttl: the new lease length
+};
+
+// rlock release's.
+struct ReleaseRaw {
+  std::string name;
+  std::string token;
+  bool force = false;
+};
+
+// rlock check's.
+struct CheckRaw {
+  std::string name;
+  std::string token;
+  std::optional<std::string> min_validity;
+};
+
+// rlock wait's: only NAME (its -w and -E are the shared waiting options).
+struct WaitFreeRaw {
+  std::string name;
 };
 
 // Every option as typed; the optional ones are empty when not given (an
-// empty string given is an error, not a default). The options every command
-// shares may also stand before a subcommand, so they live here once.
+// empty string given is an error, not a default). The option groups several
+// commands share live here once, each with one meaning (the connection and
+// output ones may also stand before a subcommand); each mode's own options
+// live in its own struct, so that no field means two things.
 struct RawOptions {
   // Connection
   std::vector<std::string> urls; // every --url, in order
@@ -91,10 +116,15 @@ struct RawOptions {
   bool quiet = false;
   bool version = false;
 
+  // Each mode's own: run mode or the one subcommand parsed.
   RunRaw run;
   StatusRaw status;
   DoctorRaw doctor;
-  StepRaw step; // only one subcommand is parsed at a time
+  AcquireRaw acquire;
+  ExtendRaw extend;
+  ReleaseRaw release;
+  CheckRaw check;
+  WaitFreeRaw wait_free;
 };
 
 // Adds an option whose absence differs from an empty value.
@@ -109,10 +139,12 @@ void add_output_options(CLI::App& app, RawOptions& raw);
 void add_wait_options(CLI::App& app, RawOptions& raw, bool with_nonblock);
 // -V, --version.
 void add_version_flag(CLI::App& app, RawOptions& raw);
-// The one NAME of a step (acquire, extend, release, check, wait).
-void add_step_name(CLI::App& app, RawOptions& raw);
-// The "Locking" group's --token, for extend, release and check.
-void add_token_option(CLI::App& app, RawOptions& raw);
+// The one NAME of a step (acquire, extend, release, check, wait), into
+// `name`.
+void add_step_name(CLI::App& app, std::string& name);
+// The "Locking" group's --token, for extend, release and check, into
+// `token`.
+void add_token_option(CLI::App& app, std::string& token);
 
 // Returns the duration typed for `option`; zero only when `allow_zero`.
 Duration duration_of(const std::string& text,
@@ -163,9 +195,9 @@ Duration restart_grace_of(const RawOptions& raw,
 // $RLOCK_PASSWORD, else $REDISCLI_AUTH.
 ServerOptions server_of(const RawOptions& raw, const Environment& environment);
 
-// Returns the token of `name`: --token, else $RLOCK_TOKEN when $RLOCK_NAME
-// says it is this lock's.
-std::string token_of(const RawOptions& raw,
+// Returns the token of `name`: `typed` (--token), else $RLOCK_TOKEN when
+// $RLOCK_NAME says it is this lock's.
+std::string token_of(const std::string& typed,
                      const std::string& name,
                      const Environment& environment);
 

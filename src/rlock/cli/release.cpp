@@ -15,9 +15,10 @@ namespace {
 
 void
 add_options(CLI::App& app, detail::RawOptions& raw) {
-  detail::add_step_name(app, raw);
-  detail::add_token_option(app, raw);
-  app.add_flag("--force", raw.step.force, "break the lock, whoever holds it")
+  auto& release = raw.release;
+  detail::add_step_name(app, release.name);
+  detail::add_token_option(app, release.token);
+  app.add_flag("--force", release.force, "break the lock, whoever holds it")
       ->group("Locking");
   detail::add_server_options(app, raw);
   detail::add_output_options(app, raw);
@@ -25,16 +26,17 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
 
 ParsedCommand
 options_of(const detail::RawOptions& raw, const Environment& environment) {
-  if (raw.step.force && !raw.step.token.empty()) {
+  const auto& release = raw.release;
+  if (release.force && !release.token.empty()) {
     throw_usage("--force and --token exclude each other");
   }
   ReleaseOptions options;
   options.log_level = detail::log_level_of(raw);
   options.server = detail::server_of(raw, environment);
-  options.force = raw.step.force;
-  options.name = detail::validated_name(raw.step.name);
+  options.force = release.force;
+  options.name = detail::validated_name(release.name);
   if (!options.force) {
-    options.token = detail::token_of(raw, options.name, environment);
+    options.token = detail::token_of(release.token, options.name, environment);
   }
   return options;
 }

@@ -12,7 +12,7 @@ namespace {
 
 void
 add_options(CLI::App& app, detail::RawOptions& raw) {
-  detail::add_step_name(app, raw);
+  detail::add_step_name(app, raw.wait_free.name);
   detail::add_wait_options(app, raw, false);
   detail::add_server_options(app, raw);
   detail::add_output_options(app, raw);
@@ -25,7 +25,7 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   options.server = detail::server_of(raw, environment);
   options.server.restart_grace = detail::restart_grace_of(raw, environment);
   options.waiting = detail::waiting_of(raw);
-  options.name = detail::validated_name(raw.step.name);
+  options.name = detail::validated_name(raw.wait_free.name);
   return options;
 }
 
