@@ -261,15 +261,6 @@ run_cli11(CLI::App& app, std::vector<std::string> args, bool run_mode) {
   return std::nullopt;
 }
 
-} // namespace
-
-std::string
-version_text() {
-  return "rlock " + std::string(k_version) + "\nhiredis "
-         + redis::hiredis_version() + "\nTLS: " + redis::tls_library_version()
-         + "\n";
-}
-
 // True when `option` may stand before a subcommand: the options every
 // command shares, as add_server_options() and add_output_options() define
 // them, and --version.
@@ -301,6 +292,15 @@ check_options_before(const CLI::App& app, const Split& split) {
       ++i; // its value
     }
   }
+}
+
+} // namespace
+
+std::string
+version_text() {
+  return "rlock " + std::string(k_version) + "\nhiredis "
+         + redis::hiredis_version() + "\nTLS: " + redis::tls_library_version()
+         + "\n";
 }
 
 ParsedCommand
