@@ -1,3 +1,4 @@
+#include <rlock/cli/commands.hpp>
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/parser.hpp>
 #include <rlock/lock/lease.hpp>
@@ -160,6 +161,24 @@ TEST_CASE("--help and --version are answers, not errors") {
   CHECK_THAT(std::get<InfoRequest>(command).text, Catch::Contains("--json"));
   command = parse({"-V"});
   CHECK_THAT(std::get<InfoRequest>(command).text, Catch::StartsWith("rlock "));
+}
+
+TEST_CASE("command_table: each entry's synopsis names it, every help shows "
+          "it, and each command's options type has an entry") {
+  const auto& table = command_table();
+  // RunOptions (run mode) and InfoRequest (--help, --version) have none.
+  CHECK(std::variant_size_v<ParsedCommand> == table.size() + 2);
+  const auto top = std::get<InfoRequest>(parse({"--help"})).text;
+  for (const auto& entry : table) {
+    const std::string name(entry.name);
+    const std::string usage(entry.usage);
+    INFO(name);
+    CHECK_THAT(usage, Catch::StartsWith("rlock " + name + " "));
+    CHECK(find_command(name) == &entry);
+    CHECK_THAT(top, Catch::Contains("\n       " + usage + "\n"));
+    CHECK_THAT(std::get<InfoRequest>(parse({name, "--help"})).text,
+               Catch::Contains("Usage: " + usage + "\n"));
+  }
 }
 
 TEST_CASE("usage errors name the option and quote the value") {
