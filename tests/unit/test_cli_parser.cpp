@@ -457,6 +457,11 @@ TEST_CASE("each default is the one the help text shows") {
   const auto acquire = std::get<AcquireOptions>(parse({"acquire", "x"}));
   CHECK(acquire.ttl == d::k_acquire_ttl);
   CHECK_THAT(help({"acquire", "--help"}), Catch::Contains("not renewed (5m)"));
+  // -E's default, in the exit codes each help lists.
+  CHECK_THAT(help({"--help"}), Catch::Contains("lock lost, 75 not acquired,"));
+  CHECK_THAT(help({"acquire", "--help"}),
+             Catch::Contains("75 not acquired (-E)"));
+  CHECK_THAT(help({"wait", "--help"}), Catch::Contains("75 -w ran out (-E)"));
   CHECK(std::get<ExtendOptions>(parse({"extend", "--token", "t", "x"})).length
         == std::nullopt);
   CHECK(std::get<DoctorOptions>(parse({"doctor"})).timing.ttl

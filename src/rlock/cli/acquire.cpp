@@ -154,8 +154,10 @@ acquire_command() {
           "take the lock for a script; print the token",
           "rlock acquire [-n|-w D] [-t D] [--fair] [--limit N|--shared] "
           "[--json|--env] NAME",
-          "Exit: 0 acquired (token on stdout), 75 not acquired (-E), 69 Redis\n"
-          "unavailable. Example: eval \"$(rlock acquire --env NAME)\"",
+          "Exit: 0 acquired (token on stdout), "
+              + std::to_string(defaults::k_conflict_exit_code)
+              + " not acquired (-E), 69 Redis\n"
+                "unavailable. Example: eval \"$(rlock acquire --env NAME)\"",
           add_options,
           options_of};
 }

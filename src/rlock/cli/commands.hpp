@@ -3,6 +3,7 @@
 #include <rlock/cli/options.hpp>
 #include <rlock/cli/raw_options.hpp>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,7 +16,9 @@ struct CommandEntry {
   std::string_view name;
   std::string_view summary; // one line, for `rlock --help`
   std::string_view usage;   // the synopsis, the same in every help text
-  std::string_view footer;  // what `rlock NAME --help` ends with; may be ""
+  // What `rlock NAME --help` ends with; may be "". Built, not a literal,
+  // where it prints a default (-E's code).
+  std::string footer;
   // Adds the command's options, its own and the shared ones it takes.
   void (*add_options)(CLI::App& app, detail::RawOptions& raw);
   // Checks what was typed and returns the command's options.

@@ -1,4 +1,5 @@
 #include <rlock/cli/commands.hpp>
+#include <rlock/cli/defaults.hpp>
 #include <rlock/cli/parser.hpp>
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/cli/run_mode.hpp>
@@ -90,8 +91,10 @@ build_app(RawOptions& raw) {
       "  eval \"$(rlock acquire --env migrate)\"; ...; rlock release migrate\n"
       "  rlock status\n"
       "Exit: COMMAND's status, 128+N if it died of signal N; 64 usage,\n"
-      "69 Redis unavailable, 70 lock lost, 75 not acquired,\n"
-      "126/127 COMMAND not executable/not found. See rlock(1).");
+      "69 Redis unavailable, 70 lock lost, "
+      + std::to_string(defaults::k_conflict_exit_code)
+      + " not acquired,\n"
+        "126/127 COMMAND not executable/not found. See rlock(1).");
   // Each subcommand's options come with add_command_options(), for the one
   // given: every command's table built on every run costs more than the
   // rest of a run's start-up.
@@ -99,7 +102,7 @@ build_app(RawOptions& raw) {
     const std::string name(command.name);
     auto* sub = app->add_subcommand(name, std::string(command.summary));
     sub->formatter(app->get_formatter());
-    sub->footer(std::string(command.footer));
+    sub->footer(command.footer);
   }
   return app;
 }

@@ -36,7 +36,9 @@ wait_command() {
   return {"wait",
           "wait until the lock is free, without taking it",
           "rlock wait [-w D] NAME",
-          "Exit: 0 the lock is free, 75 -w ran out (-E).",
+          "Exit: 0 the lock is free, "
+              + std::to_string(defaults::k_conflict_exit_code)
+              + " -w ran out (-E).",
           add_options,
           options_of};
 }
