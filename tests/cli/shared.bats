@@ -311,3 +311,18 @@ holders_are() {
   key_absent "$(lock_key step)"
   run -0 rl acquire -n step
 }
+
+@test "release --force breaks every shared hold and says how many" {
+  local pids=() p
+  for _ in 1 2 3; do
+    bg "$RLOCK" --shared -t 2s fx sleep 60
+    pids+=("$BG_PID")
+  done
+  wait_until 10 holders_are fx 3
+  run -0 --separate-stderr rl release --force fx
+  [[ $stderr == "rlock: broke lock 'fx' held by $(id -un)@"*" (sleep 60) and 2 more" ]]
+  key_absent "$(lock_key fx)"
+  for p in "${pids[@]}"; do
+    reaped 70 "$p" 10
+  done
+}

@@ -466,10 +466,11 @@ check_latency(const ServerFacts& facts, const lock::LeaseTiming& timing) {
                              + " TTL (TTL/100 + 5ms";
   if (max >= timing.renew_interval) {
     check.status = CheckStatus::fail;
-    check.message = measured + ": a third of the " + format_seconds(timing.ttl)
-                    + " TTL or more, so renewals, due every TTL/3, cannot get "
-                      "through in time; use a much longer --ttl or a closer "
-                      "server";
+    check.message = measured + ": the renewal interval of the "
+                    + format_seconds(timing.ttl) + " TTL (TTL/"
+                    + std::to_string(lock::k_renew_divisor)
+                    + ") or more, so renewals cannot get through in time; "
+                      "use a much longer --ttl or a closer server";
   } else if (max > timing.margin) {
     check.status = CheckStatus::warn;
     check.message = measured + ": more than " + margin

@@ -57,9 +57,13 @@ force_release(const ReleaseOptions& options, lock::LockStore& store) {
     log::warning("lock " + quote(options.name) + " was not held");
     return exit_code::k_failure;
   }
+  const std::string others =
+      broken->holders > 1
+          ? " and " + std::to_string(broken->holders - 1) + " more"
+          : "";
   log::error("broke lock " + quote(options.name) + " held by "
              + printable(broken->holder) + " (" + printable(broken->command)
-             + ")");
+             + ")" + others);
   return exit_code::k_success;
 }
 

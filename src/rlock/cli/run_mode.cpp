@@ -147,7 +147,8 @@ add_run_options(CLI::App& app, detail::RawOptions& raw) {
   detail::add_optional(app,
                        "-t,--ttl",
                        run.ttl,
-                       "lease length, renewed every TTL/3 ("
+                       "lease length, renewed every TTL/"
+                           + std::to_string(lock::k_renew_divisor) + " ("
                            + defaults::help_text(defaults::k_run_ttl) + ")")
       ->type_name("D")
       ->group(locking);

@@ -102,6 +102,7 @@ struct BrokenLock {
   std::string holder; // user@host:pid
   std::string command;
   std::string token;
+  std::int64_t holders = 1; // a semaphore or shared lock: how many held it
 };
 
 // --once-per's view of the current slot, by the server's clock.

@@ -199,9 +199,13 @@ decode_force_release(const redis::Reply& reply, const std::string& what) {
   if (!reply.is_array() || reply.elements.size() < 3) {
     return std::nullopt;
   }
-  return BrokenLock{redis::string_of(reply.elements[0], what),
+  BrokenLock broken{redis::string_of(reply.elements[0], what),
                     redis::string_of(reply.elements[1], what),
                     redis::string_of(reply.elements[2], what)};
+  if (reply.elements.size() >= 4) {
+    broken.holders = redis::integer_of(reply.elements[3], what);
+  }
+  return broken;
 }
 
 Slot

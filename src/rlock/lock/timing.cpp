@@ -32,7 +32,7 @@ make_timing(Duration ttl,
   timing.ttl = ttl;
   timing.margin = ttl / 100 + 5ms;
   timing.kill_after = kill_after.value_or(default_kill_after(ttl));
-  timing.renew_interval = ttl / 3;
+  timing.renew_interval = ttl / k_renew_divisor;
   timing.retry_delay = std::min<Duration>(ttl / 20, 250ms);
   if (ttl < k_min_ttl) {
     return Expected<LeaseTiming>::failure(

@@ -51,6 +51,9 @@ bool lease_cut_short(const LeaseTiming& timing,
 // The shortest lease rlock can renew and guard reliably.
 inline constexpr Duration k_min_ttl = std::chrono::milliseconds(100);
 
+// A lease is renewed every TTL/k_renew_divisor.
+inline constexpr int k_renew_divisor = 3;
+
 // The default kill_after: TTL/6, at most 10s.
 inline constexpr int k_default_kill_after_divisor = 6;
 inline constexpr Duration k_longest_default_kill_after =

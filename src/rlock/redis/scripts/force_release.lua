@@ -1,11 +1,14 @@
 -- Deletes the lock whoever holds it (release --force) and wakes the next
 -- waiter.
 -- ARGV[1]  the channel prefix
--- Returns {} when the lock was free, else {user@host:pid, command, token}
--- of the holder whose lock was broken. A semaphore loses every holder (the
--- one named is the one whose lease would have ended first).
+-- Returns {} when the lock was free, else {user@host:pid, command, token,
+-- how many held it} of the holder whose lock was broken. A semaphore or a
+-- shared lock loses every holder (the one named is the one whose lease
+-- would have ended first).
 local holder = redis.call('HMGET', KEYS[1], 'user', 'host', 'pid', 'command', 'token')
+local count = 1
 if limit_of_lock() then
+  count = #live_holders()
   local first = live_holders()[1] or ''
   local key = first .. ':'
   holder = redis.call('HMGET', KEYS[1], key .. 'user', key .. 'host', key .. 'pid', key .. 'command')
@@ -17,4 +20,4 @@ if redis.call('DEL', KEYS[1]) == 0 then
 end
 wake_next(ARGV[1])
 local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
-return {who, holder[4] or '', holder[5] or ''}
+return {who, holder[4] or '', holder[5] or '', count}
