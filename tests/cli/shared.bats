@@ -130,7 +130,7 @@ stamped() {
   local writer=$BG_PID
   wait_until 10 key_exists "$(queue_key gate)"
   run -75 --separate-stderr rl -n -v --shared gate true
-  [[ $stderr == "rlock: not acquired: 'gate' is held shared by $(id -un)@"*" and 1 more; a plain run waits first" ]]
+  [[ $stderr == "rlock: not acquired: 'gate' is held shared by $(id -un)@"*" and 1 more; a waiter queued earlier goes first" ]]
   kill -KILL "$writer"
   # A place lives 10 s unless refreshed.
   wait_until 15 rl -n --shared gate true

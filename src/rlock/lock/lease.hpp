@@ -23,8 +23,8 @@ struct Holder {
 };
 
 // The limit of a shared (read) lock: any number of shared holders at once,
-// and no plain holder while one lives. Plain and shared holders take turns
-// on one NAME; a semaphore's limit is a lock of its own kind.
+// and no plain holder while one lives. Plain and shared holders exclude each
+// other on one NAME; a semaphore's limit is a lock of its own kind.
 inline constexpr std::int64_t k_shared_limit = -1;
 
 // A request to hold lock `name` with `token` for `ttl`: the lock itself

@@ -61,7 +61,7 @@ held_by_text(const AcquireAttempt& attempt,
     text += " and " + std::to_string(attempt.holders - 1) + " more";
   }
   if (shared_request && attempt.shared_holders) {
-    text += "; a plain run waits first";
+    text += "; a waiter queued earlier goes first";
   }
   return text;
 }

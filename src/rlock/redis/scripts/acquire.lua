@@ -20,9 +20,10 @@
 -- Returns {1, fence} when acquired ({1, fence, slot} for a semaphore: the
 -- lowest index in 0..N-1 no live holder has); {2, limit} when the lock has
 -- live holders under another limit (0: a plain lock; plain and shared
--- holders take turns instead); otherwise {0, retry_ms, "user@host:pid",
--- command, place, holder_ttl_ms, held_ms, shared} (as peek.lua does, see
--- held_reply in prelude.lua): retry_ms is when to look again at the latest
+-- holders exclude each other instead); otherwise {0, retry_ms,
+-- "user@host:pid", command, place, holder_ttl_ms, held_ms, shared, holders}
+-- (as peek.lua does, see held_reply in prelude.lua): retry_ms is when to
+-- look again at the latest
 -- (the lease's PTTL, or the expiry of the waiter ahead; -1 for a lease
 -- without expiry), place is the 1-based place in the queue (0 outside it),
 -- held_ms how long the holder has held it.
@@ -61,8 +62,8 @@ if held_limit then
   end
 end
 local plain_holder = redis.call('HGET', KEYS[1], 'token') or nil
-local takes_turns = held_limit == k_shared and limit == 0
-if held_limit and held_limit ~= limit and not takes_turns then
+local excludes = held_limit == k_shared and limit == 0
+if held_limit and held_limit ~= limit and not excludes then
   return {2, held_limit}
 end
 if plain_holder and limit > 0 then
