@@ -617,21 +617,27 @@ class Bench:
                 if not isinstance(self.r.get(metric, {}).get(key), str):
                     self.record(metric, key, (percentile(found, 50), percentile(found, 95)))
 
+    def rounds_of(self, metric, tools, one_round):
+        """P3_ROUNDS rounds of one_round(tool, round) for each tool, taking
+        turns; returns each tool's results by key, leaving out a tool that
+        failed (its cell then says why)."""
+        rounds = {}
+        for round_ in range(P3_ROUNDS):
+            for tool in tools:
+                if isinstance(self.r.get(metric, {}).get(tool.key), str):
+                    continue  # failed in an earlier round
+                self.guarded(metric, tool, lambda tool=tool, round_=round_:
+                             rounds.setdefault(tool.key, []).append(
+                                 one_round(tool, round_)))
+        return {key: results for key, results in rounds.items()
+                if not isinstance(self.r.get(metric, {}).get(key), str)}
+
     # P3 ------------------------------------------------------------------
     def p3(self):
         log(f"P3 contended: {P3_ROUNDS} rounds of {P3_WORKERS} processes x "
             f"{P3_RUNS} runs per tool")
-        rounds = {}
-        for round_ in range(P3_ROUNDS):
-            for tool in self.available("p3"):
-                if isinstance(self.r.get("p3", {}).get(tool.key), str):
-                    continue  # failed in an earlier round
-                self.guarded("p3", tool, lambda tool=tool, round_=round_:
-                             rounds.setdefault(tool.key, []).append(
-                                 self.p3_round(tool, round_)))
+        rounds = self.rounds_of("p3", self.available("p3"), self.p3_round)
         for key, results in rounds.items():
-            if isinstance(self.r.get("p3", {}).get(key), str):
-                continue
             rates = sorted(r[0] for r in results)
             self.record("p3", key, (statistics.median(rates),
                                     sum(r[1] for r in results),
@@ -676,17 +682,9 @@ class Bench:
     def p3_kinds(self):
         log(f"P3 kinds of lock: {P3_ROUNDS} rounds of {P3_WORKERS} processes x "
             f"{P3_RUNS} runs of section.sh per kind")
-        rounds = {}
-        for round_ in range(P3_ROUNDS):
-            for tool in self.available("p3kinds", KINDS):
-                if isinstance(self.r.get("p3kinds", {}).get(tool.key), str):
-                    continue  # failed in an earlier round
-                self.guarded("p3kinds", tool, lambda tool=tool, round_=round_:
-                             rounds.setdefault(tool.key, []).append(
-                                 self.p3_kinds_round(tool, round_)))
+        rounds = self.rounds_of("p3kinds", self.available("p3kinds", KINDS),
+                                self.p3_kinds_round)
         for key, results in rounds.items():
-            if isinstance(self.r.get("p3kinds", {}).get(key), str):
-                continue
             self.record("p3kinds", key, (statistics.median(r[0] for r in results),
                                          max(r[1] for r in results),
                                          sum(r[2] for r in results)))

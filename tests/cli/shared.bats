@@ -84,27 +84,45 @@ stamped() {
     "$2" "$3" "$1"
 }
 
-@test "a writer behind a continuous stream of overlapping readers gets in within one reader's hold" {
-  local log=$BATS_TEST_TMPDIR/log asked took reader_hold=2
-  : >"$log"
-  # A reader every 0.4 s for 8 s, each holding 2 s: 5 overlap at any time,
-  # and the lock is never free of readers while the stream lasts.
+# reader_stream LOG NAME COUNT HOLD [OPTION...]: in the background, COUNT
+# shared runs of NAME, one every 0.4 s, each holding HOLD seconds and
+# stamping LOG ("r START END").
+reader_stream() {
+  local log=$1 name=$2 count=$3 hold=$4
+  shift 4
   (
-    for _ in $(seq 20); do
-      "$RLOCK" --shared stream sh -c "$(stamped "$log" "$reader_hold" r)" &
+    for _ in $(seq "$count"); do
+      "$RLOCK" "$@" --shared "$name" sh -c "$(stamped "$log" "$hold" r)" &
       sleep 0.4
     done
     wait
   ) 3>&- &
   track $!
-  sleep 1.5
+}
+
+# writer_waited LOG NAME HOLD: runs a plain NAME holding HOLD seconds
+# (stamping LOG "W START END") and prints how long it waited, in ms.
+writer_waited() {
+  local asked took
   asked=$(now_ms)
-  run -0 rl -w 30s stream sh -c "$(stamped "$log" 0.5 W)"
-  took=$(awk '$1 == "W" { print $2 }' "$log")
+  rl -w 30s "$2" sh -c "$(stamped "$1" "$3" W)" || return
+  took=$(awk '$1 == "W" { print $2 }' "$1")
   echo "the writer waited $((took - asked)) ms" >&2
+  echo $((took - asked))
+}
+
+@test "a writer behind a continuous stream of overlapping readers gets in within one reader's hold" {
+  local log=$BATS_TEST_TMPDIR/log waited took reader_hold=2
+  : >"$log"
+  # A reader every 0.4 s for 8 s, each holding 2 s: 5 overlap at any time,
+  # and the lock is never free of readers while the stream lasts.
+  reader_stream "$log" stream 20 "$reader_hold"
+  sleep 1.5
+  waited=$(writer_waited "$log" stream 0.5)
+  took=$(awk '$1 == "W" { print $2 }' "$log")
   # The readers in when it asked end within their 2 s hold (plus slack for
   # a loaded machine); without writers first it waits out the whole stream.
-  ((took - asked <= reader_hold * 1000 + 1500))
+  ((waited <= reader_hold * 1000 + 1500))
   wait_until 30 key_absent "$(lock_key stream)"
   # Nothing overlapped the writer; readers came in again after it.
   awk -v s="$took" -v e="$(awk '$1 == "W" { print $3 }' "$log")" \
@@ -137,22 +155,12 @@ stamped() {
 }
 
 @test "a --fair stream of readers does not starve a plain run without --fair" {
-  local log=$BATS_TEST_TMPDIR/log asked took
+  local log=$BATS_TEST_TMPDIR/log waited
   : >"$log"
-  (
-    for _ in $(seq 12); do
-      "$RLOCK" --fair --shared fstream sh -c "$(stamped "$log" 1.5 r)" &
-      sleep 0.4
-    done
-    wait
-  ) 3>&- &
-  track $!
+  reader_stream "$log" fstream 12 1.5 --fair
   sleep 1
-  asked=$(now_ms)
-  run -0 rl -w 30s fstream sh -c "$(stamped "$log" 0.2 W)"
-  took=$(awk '$1 == "W" { print $2 }' "$log")
-  echo "the writer waited $((took - asked)) ms" >&2
-  ((took - asked <= 1500 + 1500))
+  waited=$(writer_waited "$log" fstream 0.2)
+  ((waited <= 1500 + 1500))
 }
 
 @test "a --shared run nested in a --shared run of the same NAME gets in while a writer waits" {
