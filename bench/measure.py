@@ -393,6 +393,14 @@ def percentile(values, p):
     return ordered[int(rank) - 1]
 
 
+def count_lines(path):
+    """The lines of the file at `path`; 0 when there is none."""
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
 def read_events(path):
     events = []
     with open(path) as f:
@@ -652,31 +660,32 @@ class Bench:
         with open(os.path.join(work, "counter"), "w") as f:
             f.write("0\n")
         failures = os.path.join(work, "failures")
+        elapsed = self.run_workers(tool, f"bench-p3-{tool.key}-{round_}",
+                                   [CRITICAL, work], failures, f"p3-{tool.key}")
+        overlaps = count_lines(os.path.join(work, "overlaps"))
+        with open(os.path.join(work, "counter")) as f:
+            counter = int(f.read().strip() or 0)
+        return (P3_WORKERS * P3_RUNS / elapsed, overlaps, counter,
+                count_lines(failures))
+
+    def run_workers(self, tool, name, child, failures, label):
+        """P3_WORKERS workers, each running `child` under lock `name` with
+        `tool` P3_RUNS times (a failed run adds a line to `failures`);
+        returns the seconds they took."""
         procs = new_procs()
-        err = self.errfile(f"p3-{tool.key}")
+        err = self.errfile(label)
         start = time.perf_counter()
         try:
             for _ in range(P3_WORKERS):
                 procs.start([WORKER, str(P3_RUNS), failures]
-                            + tool.argv(f"bench-p3-{tool.key}-{round_}", [CRITICAL, work]),
-                            tool.env, err)
+                            + tool.argv(name, child), tool.env, err)
             finished = procs.wait_all(240)
             elapsed = time.perf_counter() - start
         finally:
             procs.kill_all()
         if not finished:
             raise Failed("timed out after 240 s")
-        overlaps = 0
-        if os.path.exists(os.path.join(work, "overlaps")):
-            with open(os.path.join(work, "overlaps")) as f:
-                overlaps = sum(1 for _ in f)
-        with open(os.path.join(work, "counter")) as f:
-            counter = int(f.read().strip() or 0)
-        failed = 0
-        if os.path.exists(failures):
-            with open(failures) as f:
-                failed = sum(1 for _ in f)
-        return (P3_WORKERS * P3_RUNS / elapsed, overlaps, counter, failed)
+        return elapsed
 
     # P3, kinds of lock (issue #14) ----------------------------------------
     def p3_kinds(self):
@@ -697,25 +706,10 @@ class Bench:
         events = os.path.join(work, "events")
         open(events, "w").close()
         failures = os.path.join(work, "failures")
-        procs = new_procs()
-        err = self.errfile(f"p3kinds-{tool.key}")
-        start = time.perf_counter()
-        try:
-            for _ in range(P3_WORKERS):
-                procs.start([WORKER, str(P3_RUNS), failures]
-                            + tool.argv(f"bench-p3kinds-{tool.key}-{round_}",
-                                        [SECTION, work]),
-                            tool.env, err)
-            finished = procs.wait_all(240)
-            elapsed = time.perf_counter() - start
-        finally:
-            procs.kill_all()
-        if not finished:
-            raise Failed("timed out after 240 s")
-        failed = 0
-        if os.path.exists(failures):
-            with open(failures) as f:
-                failed = sum(1 for _ in f)
+        elapsed = self.run_workers(tool, f"bench-p3kinds-{tool.key}-{round_}",
+                                   [SECTION, work], failures,
+                                   f"p3kinds-{tool.key}")
+        failed = count_lines(failures)
         found = read_events(events)
         starts = sum(1 for e in found if e[1] == "S")
         if starts + failed != P3_WORKERS * P3_RUNS:
