@@ -262,6 +262,8 @@ writer_waited() {
   wait_until 10 key_exists "$(lock_key rd)"
   run -64 --separate-stderr rl --limit 2 rd true
   [ "$stderr" = "rlock: lock 'rd' is held with --shared; this run asks for --limit 2: --limit and --shared cannot share a NAME" ]
+  # A semaphore of one admits nobody beside the run.
+  run -0 rl --limit 1 --hold 10ms x true
 }
 
 @test "one reader's hold lost stops that reader only (70); the others keep running" {
@@ -333,4 +335,33 @@ holders_are() {
   for p in "${pids[@]}"; do
     reaped 70 "$p" 10
   done
+}
+
+@test "a plain run nested in a shared run of the same NAME takes no place in the queue: other shared runs still get in" {
+  bg "$RLOCK" -s self sh -c '"$1" -w 3s self true; echo "inner $?" >"$2"' sh "$RLOCK" "$BATS_TEST_TMPDIR/inner"
+  local outer=$BG_PID
+  wait_until 10 key_exists "$(lock_key self)"
+  sleep 0.5
+  key_absent "$(queue_key self)"
+  run -0 rl -n -s self true
+  # It waits for its own parent, as with flock: -w ends it.
+  reaped 0 "$outer" 15
+  [[ $(cat "$BATS_TEST_TMPDIR/inner") == "inner 75" ]]
+}
+
+@test "a plain run without --fair behind a plain holder and a --fair queue keeps its turn: later shared runs do not pass it" {
+  local log=$BATS_TEST_TMPDIR/log
+  : >"$log"
+  bg "$RLOCK" turnq sleep 1
+  wait_until 10 key_exists "$(lock_key turnq)"
+  bg "$RLOCK" -s --fair turnq sh -c "$(stamped "$log" 1.5 F)"
+  wait_until 10 key_exists "$(queue_key turnq)"
+  bg "$RLOCK" turnq sh -c "$(stamped "$log" 0.2 W)"
+  sleep 1.2
+  bg "$RLOCK" -s turnq sh -c "$(stamped "$log" 1 s1)"
+  wait_until 30 grep -q '^s1 ' "$log"
+  wait_until 30 grep -q '^W ' "$log"
+  # W came before s1, so it ran first: right after F, before s1.
+  awk '{ start[$1] = $2; end[$1] = $3 }
+    END { exit !(start["W"] >= end["F"] && start["s1"] >= end["W"]) }' "$log"
 }

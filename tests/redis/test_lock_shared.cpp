@@ -166,6 +166,46 @@ TEST_CASE("a nested shared hold gets in beside its live parent, queue or not") {
   CHECK_FALSE(nested("late", "outer").acquired);
 }
 
+TEST_CASE("a waiter outside --fair that finds a queue takes a place at its "
+          "end, plain or shared") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  REQUIRE(take(c, keys, "p", 0).acquired);
+  CHECK(shared(c, keys, "f1", 10s).place == 1);
+  // A plain waiter without --fair behind a plain holder and a queue.
+  CHECK(writer(c, keys, "w").place == 2);
+  REQUIRE(lock::release(c, keys, "p"));
+  REQUIRE(shared(c, keys, "f1", 10s).acquired);
+  // Later shared runs, with --fair or without, wait behind the writer.
+  CHECK(take(c, keys, "s3", lock::k_shared_limit, {{}, 10s}).place == 2);
+  CHECK_FALSE(shared(c, keys, "s4").acquired);
+  REQUIRE(lock::release(c, keys, "f1"));
+  REQUIRE(writer(c, keys, "w").acquired);
+  REQUIRE(lock::release(c, keys, "w"));
+  CHECK(take(c, keys, "s3", lock::k_shared_limit, {{}, 10s}).acquired);
+}
+
+TEST_CASE("a run nested in one that holds the lock: a shared one beside a "
+          "shared parent gets in, one its parent excludes takes no place") {
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("shared");
+  const auto nested = [&](const std::string& token,
+                          std::int64_t limit,
+                          const std::string& parent) {
+    return lock::try_acquire(
+        c, keys, token, 30s, k_test_holder, {{}, 10s}, limit, parent);
+  };
+  REQUIRE(shared(c, keys, "outer").acquired);
+  const auto child = nested("child", 0, "outer");
+  CHECK_FALSE(child.acquired);
+  CHECK(child.place == 0);
+  CHECK(queued(c, keys) == 0);
+  CHECK(shared(c, keys, "other").acquired);
+  CHECK(nested("reader", lock::k_shared_limit, "outer").acquired);
+  // Without a live parent, an ordinary waiter: it queues.
+  CHECK(nested("child", 0, "gone").place == 1);
+}
+
 TEST_CASE("--fair: the queue's order; consecutive shared waiters get in") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("shared");

@@ -70,7 +70,7 @@ public:
   acquire(const lock::LockRequest&, const lock::WaiterEntry& entry) override {
     calls.push_back("acquire");
     last_queue_ttl = entry.queue_ttl;
-    last_writer_ttl = entry.writer_ttl;
+    last_place_ttl = entry.place_ttl;
     return next_answer();
   }
 
@@ -195,7 +195,7 @@ public:
   int watch_fails = 0;
   int connect_fails = 0;
   Duration last_queue_ttl{};
-  Duration last_writer_ttl{};
+  Duration last_place_ttl{};
   std::function<void()> throw_failure;
 
   lock::AcquireAttempt

@@ -185,13 +185,13 @@ queued_behind_readers(std::int64_t retry_ms) {
   return attempt;
 }
 
-TEST_CASE("a plain waiter that the store queued behind shared holders "
-          "refreshes its place in [4s, 5s] and leaves at -w") {
+TEST_CASE("a waiter outside --fair that the store queued refreshes its "
+          "place in [4s, 5s] and leaves at -w") {
   Fixture f;
   f.store.acquire_answers = {answer(queued_behind_readers(30'000))};
   const auto outcome = f.wait({.timeout = 12s});
   CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
-  CHECK(f.store.last_writer_ttl == lock::k_queue_entry_ttl);
+  CHECK(f.store.last_place_ttl == lock::k_queue_entry_ttl);
   CHECK(f.store.last_queue_ttl == Duration::zero());
   REQUIRE(f.clock.sleeps.size() >= 3);
   for (std::size_t i = 0; i + 1 < f.clock.sleeps.size(); ++i) {
@@ -204,24 +204,25 @@ TEST_CASE("a plain waiter that the store queued behind shared holders "
   CHECK(f.store.calls.back() == "leave");
 }
 
-TEST_CASE("only a plain waiter that waits offers to queue; one the store did "
-          "not queue neither refreshes nor leaves") {
+TEST_CASE("every waiter outside --fair that waits offers a place; one the "
+          "store did not queue neither refreshes nor leaves") {
   Fixture f;
   f.store.acquire_answers = {answer(queued_behind_readers(20'000))};
   f.wait({.nonblock = true, .timeout = std::nullopt});
-  CHECK(f.store.last_writer_ttl == Duration::zero());
+  CHECK(f.store.last_place_ttl == Duration::zero());
   f.wait({.timeout = 1s, .fair = true});
-  CHECK(f.store.last_writer_ttl == Duration::zero());
+  CHECK(f.store.last_place_ttl == Duration::zero());
+  CHECK(f.store.last_queue_ttl == lock::k_queue_entry_ttl);
   for (const std::int64_t limit : {std::int64_t{3}, lock::k_shared_limit}) {
     auto request = k_request;
     request.limit = limit;
     lock::wait_for_lock(f.store, request, {.timeout = 1s}, f.hooks);
-    CHECK(f.store.last_writer_ttl == Duration::zero());
+    CHECK(f.store.last_place_ttl == lock::k_queue_entry_ttl);
   }
   Fixture plain;
   plain.store.acquire_answers = {answer(busy(30'000))};
   plain.wait({.timeout = 12s});
-  CHECK(plain.store.last_writer_ttl == lock::k_queue_entry_ttl);
+  CHECK(plain.store.last_place_ttl == lock::k_queue_entry_ttl);
   // Only the safety net's [5s, 10s], not the place's refresh.
   REQUIRE(plain.clock.sleeps.size() >= 2);
   for (std::size_t i = 0; i + 1 < plain.clock.sleeps.size(); ++i) {

@@ -138,9 +138,11 @@ report_not_acquired(const AcquireOptions& options,
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(options.name) + " after "
                 + format_duration(*wait) + "; "
-                + (held_back.empty() ? lock::held_by_text(
-                       attempt, false, options.limit == lock::k_shared_limit)
-                                     : held_back));
+                + (held_back.empty()
+                       ? lock::held_by_text(attempt, false)
+                             + lock::queued_first_text(
+                                 attempt, options.limit == lock::k_shared_limit)
+                       : held_back));
   } else if (!held_back.empty()) {
     log::info("not acquired: " + quote(options.name) + ": " + held_back);
   }
@@ -176,12 +178,8 @@ run(const AcquireOptions& options) {
                                   options.parent_token};
   const auto outcome = acquire_or_undo(
       *store, request, wait_options_of(options.waiting), signals);
-  if (outcome.attempt.limit_conflict) {
-    refuse_limit(options.name,
-                 *outcome.attempt.limit_conflict,
-                 options.limit,
-                 "this acquire");
-  }
+  refuse_if_impossible(
+      options.name, outcome.attempt, options.limit, "this acquire");
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

@@ -642,7 +642,7 @@ std::string
 parent_token_of(std::int64_t limit,
                 const std::string& name,
                 const Environment& environment) {
-  if (limit != lock::k_shared_limit || environment.rlock_name != name) {
+  if (limit > 0 || environment.rlock_name != name) {
     return "";
   }
   return environment.rlock_token.value_or("");

@@ -179,8 +179,9 @@ std::int64_t limit_of(const std::optional<std::string>& text,
                       const ServerOptions& server);
 
 // Returns the token of the run this one is nested in ($RLOCK_TOKEN) when it
-// asks for a shared hold (`limit`) of the same lock `name` ($RLOCK_NAME);
-// "" otherwise.
+// asks for a plain or shared hold (`limit`) of the same lock `name`
+// ($RLOCK_NAME); "" otherwise (a semaphore's holder may wait for another
+// permit).
 std::string parent_token_of(std::int64_t limit,
                             const std::string& name,
                             const Environment& environment);

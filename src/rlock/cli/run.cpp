@@ -396,9 +396,10 @@ report_not_acquired(const std::string& name,
                     const lock::AcquireAttempt& attempt) {
   const bool held_back = !attempt.held_back.empty();
   const std::string why =
-      held_back
-          ? attempt.held_back
-          : lock::held_by_text(attempt, false, limit == lock::k_shared_limit);
+      held_back ? attempt.held_back
+                : lock::held_by_text(attempt, false)
+                      + lock::queued_first_text(attempt,
+                                                limit == lock::k_shared_limit);
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(name) + " after "
                 + format_duration(*wait) + "; " + why);
@@ -444,12 +445,8 @@ run(const RunOptions& options) {
       *store, request, wait_options_of(options.waiting), signals, [&] {
         prepare_watchdog(watchdog, request.token);
       });
-  if (outcome.attempt.limit_conflict) {
-    refuse_limit(options.name,
-                 *outcome.attempt.limit_conflict,
-                 options.limit,
-                 "this run");
-  }
+  refuse_if_impossible(
+      options.name, outcome.attempt, options.limit, "this run");
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);

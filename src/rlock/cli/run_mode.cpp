@@ -100,11 +100,13 @@ add_flock_options(CLI::App& app, detail::RawOptions& raw) {
 
 // --hold and --once-per keep other runs out: --hold keeps copies from
 // running while the lock is held, --once-per lets one run per slot. Other
-// holders of a semaphore or a shared lock would get in beside the run
-// anyway: a usage error rather than a promise that does not hold.
+// holders of a semaphore of more than one or of a shared lock would get in
+// beside the run anyway: a usage error rather than a promise that does not
+// hold.
 void
 refuse_alone_options(const RunOptions& options, const detail::RunRaw& run) {
-  if (options.limit == 0) {
+  // A semaphore of one admits nobody beside the run.
+  if (options.limit == 0 || options.limit == 1) {
     return;
   }
   const std::string kind = options.limit == lock::k_shared_limit

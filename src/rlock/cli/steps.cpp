@@ -47,10 +47,14 @@ not_held(lock::LockStore& store, const std::string& name) {
 }
 
 void
-refuse_limit(const std::string& name,
-             std::int64_t held,
-             std::int64_t asked,
-             const std::string& who) {
+refuse_if_impossible(const std::string& name,
+                     const lock::AcquireAttempt& attempt,
+                     std::int64_t asked,
+                     const std::string& who) {
+  if (!attempt.limit_conflict) {
+    return;
+  }
+  const std::int64_t held = *attempt.limit_conflict;
   const auto limit_text = [](std::int64_t limit) {
     return limit == 0 ? std::string("no --limit (a plain lock)")
            : limit == lock::k_shared_limit ? std::string("--shared")

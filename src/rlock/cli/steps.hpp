@@ -23,12 +23,12 @@ std::unique_ptr<lock::LockStore> waiting_store(const ServerOptions& server,
 // free or whose it is now; returns 1.
 int not_held(lock::LockStore& store, const std::string& name);
 
-// Throws the usage error of a `who` ("this run") asking lock `name` for
-// limit `asked` while its live holders took it with `held` (0: a plain
-// lock, no --limit): the limit is part of the lock.
-[[noreturn]] void refuse_limit(const std::string& name,
-                               std::int64_t held,
-                               std::int64_t asked,
-                               const std::string& who);
+// Throws the usage error of a `who` ("this run") whose `attempt` at lock
+// `name` can never succeed: its live holders took it with another limit
+// than `asked` (the limit is part of the lock). Returns otherwise.
+void refuse_if_impossible(const std::string& name,
+                          const lock::AcquireAttempt& attempt,
+                          std::int64_t asked,
+                          const std::string& who);
 
 } // namespace rlock::cli

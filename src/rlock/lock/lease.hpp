@@ -36,9 +36,11 @@ struct LockRequest {
   Duration ttl{};
   Holder holder;
   std::int64_t limit = 0;
-  // A shared hold nested in another of the same lock (a run inside a run):
-  // the outer one's token. While it holds, this one gets in beside it even
-  // if a plain waiter waits, which would otherwise wait for the outer one.
+  // The token of the run this one is nested in, when that run holds the
+  // same lock (a run inside a run). A shared hold inside a shared one gets
+  // in beside it even if a plain waiter waits, which would otherwise wait
+  // for the outer one; a request the outer run's hold excludes takes no
+  // place in the queue: it may be waiting for its own parent.
   std::string parent_token{};
 };
 
@@ -47,10 +49,11 @@ struct LockRequest {
 struct WaiterEntry {
   // --fair: joins the queue, or refreshes its place there, for this long.
   Duration queue_ttl{};
-  // A plain waiter, when shared holders hold the lock (or it has a place
-  // already): joins the queue, or refreshes its place, for this long, so
-  // that no shared newcomer passes it (writers first).
-  Duration writer_ttl{};
+  // A waiter outside --fair: when it finds a queue (or has a place in it
+  // already), or, waiting for a plain hold, finds shared holders (writers
+  // first), joins the queue or refreshes its place there for this long, so
+  // that later comers do not pass it and a release wakes it in its turn.
+  Duration place_ttl{};
 
   bool operator==(const WaiterEntry&) const = default;
 };

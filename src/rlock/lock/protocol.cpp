@@ -50,7 +50,7 @@ acquire_call(const LockKeys& keys,
            ms_or_zero(entry.queue_ttl),
            std::to_string(limit),
            keys.channel_prefix,
-           ms_or_zero(entry.writer_ttl),
+           ms_or_zero(entry.place_ttl),
            parent_token},
           "cannot acquire lock " + quote(keys.name)};
 }

@@ -49,9 +49,7 @@ ordinal(std::int64_t n) {
 } // namespace
 
 std::string
-held_by_text(const AcquireAttempt& attempt,
-             bool with_command,
-             bool shared_request) {
+held_by_text(const AcquireAttempt& attempt, bool with_command) {
   std::string text = attempt.shared_holders ? "held shared by " : "held by ";
   text += printable(attempt.holder);
   if (with_command && !attempt.command.empty()) {
@@ -60,10 +58,14 @@ held_by_text(const AcquireAttempt& attempt,
   if (attempt.holders > 1) {
     text += " and " + std::to_string(attempt.holders - 1) + " more";
   }
-  if (shared_request && attempt.shared_holders) {
-    text += "; a waiter queued earlier goes first";
-  }
   return text;
+}
+
+std::string
+queued_first_text(const AcquireAttempt& attempt, bool shared_request) {
+  return shared_request && attempt.shared_holders
+             ? "; a waiter queued earlier goes first"
+             : "";
 }
 
 Duration
@@ -341,7 +343,7 @@ Waiter::report(const AcquireAttempt& attempt) {
     }
     return;
   }
-  const std::string who = held_by_text(attempt, true, m_shared);
+  const std::string who = held_by_text(attempt, true);
   const std::string key = who + "/" + std::to_string(attempt.place);
   if (key == m_last_report) {
     return;
@@ -351,6 +353,7 @@ Waiter::report(const AcquireAttempt& attempt) {
   if (attempt.held_ms > 0) {
     text += ", " + format_duration(from_milliseconds(attempt.held_ms));
   }
+  text += queued_first_text(attempt, m_shared);
   if (attempt.place > 0) {
     text += "; " + ordinal(attempt.place) + " in line";
   }
@@ -385,14 +388,14 @@ wait_for_lock(LockStore& store,
               const WaitOptions& options,
               const WaitHooks& hooks) {
   // A waiter that will not wait takes no place in the queue: nobody would
-  // refresh it, and it would hold the free lock back until it expired. A
-  // plain waiter without --fair takes one only when shared holders hold the
-  // lock (writers first; the store decides).
+  // refresh it, and it would hold the free lock back until it expired. One
+  // without --fair takes a place only when it finds a queue, or shared
+  // holders in the way of a plain hold (writers first; the store decides).
   WaiterEntry entry;
   if (!options.nonblock && options.fair) {
     entry.queue_ttl = k_queue_entry_ttl;
-  } else if (!options.nonblock && request.limit == 0) {
-    entry.writer_ttl = k_queue_entry_ttl;
+  } else if (!options.nonblock) {
+    entry.place_ttl = k_queue_entry_ttl;
   }
   auto attempt = [&] { return store.acquire(request, entry); };
   std::function<void()> leave;

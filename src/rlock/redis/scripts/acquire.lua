@@ -8,15 +8,18 @@
 --          for a shared holder, 0 (or none) for a plain lock
 -- ARGV[9]  the channel prefix, to wake the next waiter in the queue while
 --          a semaphore has permits left or a shared holder got in
--- ARGV[10] a plain waiter's place in the queue, in ms: when shared holders
---          hold the lock, or it has a place already, it joins the queue (or
---          refreshes its place there) for that long, as ARGV[7] does, so
---          that no shared newcomer gets in before it (writers first); 0 (or
---          none) for no place
--- ARGV[11] with a shared limit, the token of a shared hold of the same lock
---          this run is nested in (its parent rlock's), or empty: a live
---          one lets it in beside its parent whoever waits, since the parent
---          would otherwise wait for a writer that waits for the parent
+-- ARGV[10] a waiter's place in the queue outside --fair, in ms: when it
+--          finds a queue, has a place already, or asks for a plain hold
+--          where shared holders hold (writers first), it joins the queue
+--          (or refreshes its place there) for that long, as ARGV[7] does,
+--          so that later comers do not pass it and a release wakes it in
+--          its turn; 0 (or none) for no place
+-- ARGV[11] the token of the run this one is nested in, or empty: when that
+--          run holds the lock, a shared request beside its shared hold
+--          gets in whoever waits (the parent would otherwise wait for a
+--          writer that waits for the parent), and a request its hold
+--          excludes takes no place in the queue (it may be waiting for its
+--          own parent, and a place would hold everyone else back)
 -- Returns {1, fence} when acquired ({1, fence, slot} for a semaphore: the
 -- lowest index in 0..N-1 no live holder has); {2, limit} when the lock has
 -- live holders under another limit (0: a plain lock; plain and shared
@@ -49,7 +52,7 @@ end
 local token = ARGV[1]
 local limit = tonumber(ARGV[8]) or 0
 local shared = limit == k_shared
-local writer_ttl = tonumber(ARGV[10]) or 0
+local place_ttl = tonumber(ARGV[10]) or 0
 local parent = ARGV[11] or ''
 -- A semaphore all of whose leases ended is free; its keys go once this
 -- script has written (see live_head()).
@@ -145,7 +148,9 @@ if held_limit == k_shared then
 elseif held_limit then
   held = held or holders >= limit
 end
-local nested = shared and parent ~= '' and holder_expiry(parent) ~= nil
+local parent_holds = parent ~= ''
+  and (plain_holder == parent or holder_expiry(parent) ~= nil)
+local nested = shared and held_limit == k_shared and parent_holds
 if limit ~= 0 and not held and (head == nil or head == token or nested) then
   local fence = next_fence()
   local slot = (not shared) and free_slot() or nil
@@ -178,9 +183,10 @@ end
 
 local place = 0
 local queue_ttl = tonumber(ARGV[7])
-if queue_ttl == 0 and writer_ttl > 0 and limit == 0
-    and (held_limit == k_shared or redis.call('ZSCORE', KEYS[3], token)) then
-  queue_ttl = writer_ttl
+if queue_ttl == 0 and place_ttl > 0 and not parent_holds
+    and (head or (limit == 0 and held_limit == k_shared)
+      or redis.call('ZSCORE', KEYS[3], token)) then
+  queue_ttl = place_ttl
 end
 if queue_ttl > 0 then
   redis.call('ZADD', KEYS[4], string.format('%d', now_ms + queue_ttl), token)
