@@ -46,7 +46,9 @@ public:
   virtual std::string key_of(std::string_view name) const = 0;
 
   // Tries once to take the lock for `request`. A waiter that does not get
-  // it keeps its place as `entry` says (the --fair queue, a writer's mark).
+  // it keeps its place in the wait queue as `entry` says (--fair, or a
+  // place outside --fair when it finds a queue or, for a plain hold, shared
+  // holders).
   // A store that holds new servers back (--restart-grace) answers busy with
   // `held_back` set while it does.
   virtual AcquireAttempt acquire(const LockRequest& request,

@@ -162,7 +162,8 @@ end
 -- whose lease ends first, and retry_ms is when.
 local function semaphore_held_reply(place)
   local shared = limit_of_lock() == k_shared and 1 or 0
-  local first = live_holders()[1]
+  local live = live_holders()
+  local first = live[1]
   if not first then
     return {0, 0, '?@?:?', '', place, 0, 0, shared, 0}
   end
@@ -171,7 +172,7 @@ local function semaphore_held_reply(place)
   local who = (f[1] or '?') .. '@' .. (f[2] or '?') .. ':' .. (f[3] or '?')
   local held_ms = now_ms - (tonumber(f[6]) or now_ms)
   return {0, holder_expiry(first) - now_ms, who, f[4] or '', place,
-    tonumber(f[5]) or 0, held_ms, shared, #live_holders()}
+    tonumber(f[5]) or 0, held_ms, shared, #live}
 end
 
 -- The reply of acquire.lua and peek.lua while the lock is held, in the one
