@@ -781,12 +781,13 @@ class Bench:
     def waiting(self, tool, name):
         """How many waiters are set up and waiting (the holder not counted)."""
         if tool.key == "rlock":
+            # A waiter blocks in BLPOP on its wake-up lists while it sleeps.
             conn = Resp(tool.port)
             try:
-                reply = conn.call("PUBSUB", "NUMSUB", f"rlock:{{{name}}}:released")
+                clients = conn.call("CLIENT", "LIST")
             finally:
                 conn.close()
-            return reply[1]
+            return sum(" cmd=blpop " in f" {line} " for line in clients.splitlines())
         if tool.key == "redis-py":
             # redis-py connects with its first SET NX: connected = polling.
             # Not counted: the holder's connection and the one asking.

@@ -28,7 +28,8 @@ teardown() { common_teardown; }
 
 # lock_key NAME [PREFIX]: the key of lock NAME (prefix rlock: by default);
 # fence_key, queue_key, alive_key, once_key, holders_key: its other keys;
-# released_channel: the channel a release is published on.
+# released_channel: the channel a release is published on; wake_list: the
+# list a release pushes a waiter's wake-up onto.
 lock_key() { printf '%s{%s}' "${2:-rlock:}" "$1"; }
 fence_key() { printf '%s:fence' "$(lock_key "$@")"; }
 queue_key() { printf '%s:queue' "$(lock_key "$@")"; }
@@ -36,6 +37,12 @@ alive_key() { printf '%s:alive' "$(lock_key "$@")"; }
 once_key() { printf '%s:once' "$(lock_key "$@")"; }
 holders_key() { printf '%s:holders' "$(lock_key "$@")"; }
 released_channel() { printf '%s:released' "$(lock_key "$@")"; }
+wake_list() { printf '%s:wake' "$(lock_key "$@")"; }
+
+# blocked_waiters N: true when N connections block waiting for a wake-up.
+blocked_waiters() {
+  [[ $(redis_cli client list | grep -c 'cmd=blpop') == "$1" ]]
+}
 
 common_setup_file() {
   local rc=0

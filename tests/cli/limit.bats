@@ -288,6 +288,24 @@ zcard_is() {
   [[ $(redis_cli zcard "$1") == "$2" ]]
 }
 
+@test "permits that come free together go to as many waiters" {
+  local i
+  for i in 1 2; do
+    bg "$RLOCK" --limit 2 pair sh -c 'until [ -e go ]; do sleep 0.05; done'
+  done
+  wait_until 10 zcard_is "$(holders_key pair)" 2
+  for i in 1 2; do
+    bg "$RLOCK" --limit 2 pair sleep 30
+  done
+  wait_until 10 blocked_waiters 2
+  touch go
+  # Both within a moment, not the second at its safety net (5-10 s behind
+  # a 30 s lease): a release wakes one waiter, and a waiter that gets in
+  # while a permit is left wakes another.
+  wait_until 2 blocked_waiters 0
+  wait_until 2 zcard_is "$(holders_key pair)" 2
+}
+
 @test "--fair with --limit: waiters get permits in arrival order" {
   local order=$BATS_TEST_TMPDIR/order
   : >"$order"

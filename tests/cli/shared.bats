@@ -287,6 +287,23 @@ holders_are() {
   [[ $(redis_cli zcard "$(holders_key "$1")") == "$2" ]]
 }
 
+@test "a plain holder's release lets every waiting reader in, not one" {
+  bg "$RLOCK" chain sh -c 'until [ -e go ]; do sleep 0.05; done'
+  local holder=$BG_PID
+  wait_until 5 key_exists "$(lock_key chain)"
+  local i
+  for i in 1 2 3; do
+    bg "$RLOCK" --shared chain sleep 30
+  done
+  wait_until 10 blocked_waiters 3
+  touch go
+  reaped 0 "$holder" 10
+  # A release wakes one waiter, and each reader that gets in wakes the
+  # next: all are in within a moment, not each at its safety net (5-10 s
+  # behind a 30 s lease).
+  wait_until 2 holders_are chain 3
+}
+
 @test "status: SHARED n and a row per holder; --json says shared and lists holders" {
   bg "$RLOCK" --shared st sleep 60
   bg "$RLOCK" --shared st sleep 60

@@ -101,14 +101,56 @@ held_for_ms() {
   [[ $(redis_cli hget "$(lock_key "$1")" ttl_ms) == "$2" ]]
 }
 
-# subscribed CHANNEL: true when someone listens on CHANNEL.
-subscribed() {
-  [[ $(redis_cli pubsub numsub "$1" | tail -n 1) == 1 ]]
-}
-
 # held_by PID: true when the lock lr is held by a run whose pid is PID.
 held_by() {
   [[ $(redis_cli hget "$(lock_key 'lr')" pid) == "$1" ]]
+}
+
+# lock_scripts_run: how many lock scripts the server ran since the last
+# CONFIG RESETSTAT.
+lock_scripts_run() {
+  echo $(($(calls evalsha) + $(calls eval)))
+}
+
+@test "a release wakes one waiter outside --fair, not every one" {
+  bg "$RLOCK" herd sh -c 'until [ -e go ]; do sleep 0.05; done'
+  local holder=$BG_PID
+  wait_until 5 key_exists "$(lock_key herd)"
+  local i
+  for i in 1 2 3 4 5 6; do
+    bg "$RLOCK" herd sleep 30
+  done
+  wait_until 10 blocked_waiters 6
+  redis_cli config resetstat >/dev/null
+  touch go
+  reaped 0 "$holder" 10
+  wait_until 5 blocked_waiters 5
+  # Time for any other waiter to have woken and tried.
+  sleep 0.5
+  # The release, and the one woken waiter's acquire (the others would each
+  # have run one more).
+  (($(lock_scripts_run) == 2))
+  [[ $(redis_cli llen "$(wake_list herd)") == 0 ]]
+}
+
+@test "a waiter killed while it waits takes no wake-up with it" {
+  bg "$RLOCK" gone sh -c 'until [ -e go ]; do sleep 0.05; done'
+  local holder=$BG_PID
+  wait_until 5 key_exists "$(lock_key gone)"
+  # The first to block would be handed the wake-up.
+  bg "$RLOCK" gone true
+  local first=$BG_PID
+  wait_until 10 blocked_waiters 1
+  bg "$RLOCK" gone echo second-ran
+  local second=$BG_PID
+  wait_until 10 blocked_waiters 2
+  kill -KILL "$first"
+  wait_until 5 blocked_waiters 1
+  touch go
+  reaped 0 "$holder" 10
+  # Woken by the release, not by its safety net (5-10 s behind a 30 s lease).
+  reaped 0 "$second" 2
+  grep -q second-ran "$BG_OUT"
 }
 
 @test "a waiter whose winning acquire lost its reply, then interrupted, leaves no lock" {
@@ -119,7 +161,7 @@ held_by() {
   bg "$RLOCK" --url "redis://127.0.0.1:$PROXY_PORT/0" --io-timeout 300ms \
     lr echo waiter-ran
   local waiter=$BG_PID waiter_err=$BG_ERR
-  wait_until 15 subscribed "$(released_channel lr)"
+  wait_until 15 blocked_waiters 1
   # From now on the waiter's requests arrive 0.35s late and its replies 0.7s
   # late, past its 300ms: the acquire after the release runs on the server,
   # its reply is lost, and the waiter reconnects.
@@ -140,7 +182,7 @@ held_by() {
   wait_until 10 key_exists "$(lock_key 'mc')"
   bg "$RLOCK" -v -w 20s mc echo waiter-ran
   local waiter=$BG_PID waiter_out=$BG_OUT waiter_err=$BG_ERR
-  wait_until 10 sh -c "redis-cli -s '$REDIS_SOCKET' client list | grep -q cmd=subscribe"
+  wait_until 10 blocked_waiters 1
   # One connection drops the waiter's own connection (the latest that ran an
   # acquire) and, in the same step, lets no new client in for 4 s.
   python3 - "$REDIS_SOCKET" <<'PY'
@@ -153,7 +195,7 @@ def call(*args):
     return f.read(int(line[1:]) + 2) if line.startswith(b'$') else line
 clients = call('CLIENT', 'LIST').decode().splitlines()
 waiter = [c.split()[0][3:] for c in clients if 'cmd=evalsha' in c][-1]
-# Two: this connection and the waiter's subscription, which stay; the
+# Two: this connection and the waiter's wake-up connection, which stay; the
 # holder's connections, gone when it exits, free no slot.
 assert call('CONFIG', 'SET', 'maxclients', '2') == b'+OK\r\n'
 call('CLIENT', 'KILL', 'ID', waiter)

@@ -17,8 +17,21 @@ namespace rlock::testing {
 // Wake-ups the test hands out by hand.
 class FakeWakeups final : public lock::Wakeups {
 public:
-  FakeWakeups(int& pending, int& breaks)
-      : m_pending(pending), m_breaks(breaks) {
+  FakeWakeups(int& pending,
+              int& breaks,
+              int& listen_breaks,
+              std::vector<std::string>& calls)
+      : m_pending(pending), m_breaks(breaks), m_listen_breaks(listen_breaks),
+        m_calls(calls) {
+  }
+
+  void
+  listen() override {
+    m_calls.push_back("listen");
+    if (m_listen_breaks > 0) {
+      --m_listen_breaks;
+      throw redis::Failure(redis::FailureKind::closed, "wake list closed");
+    }
   }
 
   int
@@ -38,6 +51,8 @@ public:
 private:
   int& m_pending;
   int& m_breaks;
+  int& m_listen_breaks;
+  std::vector<std::string>& m_calls;
 };
 
 // Answers each acquire with the next scripted answer (the last one again
@@ -51,6 +66,8 @@ public:
   int pending_wakeups = 0;
   // How many times take() of a watch fails, as a broken subscription does.
   int wakeup_breaks = 0;
+  // How many times listen() of a watch fails.
+  int listen_breaks = 0;
 
   // What the code under test did, in order: "acquire", "pttl", "watch",
   // "leave", "connect", "disconnect", "release".
@@ -156,12 +173,12 @@ public:
 
   std::unique_ptr<lock::Wakeups>
   watch(std::string_view, const std::string&) override {
-    calls.push_back("watch");
-    if (watch_fails > 0) {
-      --watch_fails;
-      throw_failure();
-    }
-    return std::make_unique<FakeWakeups>(pending_wakeups, wakeup_breaks);
+    return open_wakeups("watch");
+  }
+
+  std::unique_ptr<lock::Wakeups>
+  watch_releases(std::string_view) override {
+    return open_wakeups("watch releases");
   }
 
   void
@@ -210,6 +227,18 @@ public:
   int
   count(const std::string& call) const {
     return static_cast<int>(std::count(calls.begin(), calls.end(), call));
+  }
+
+private:
+  std::unique_ptr<lock::Wakeups>
+  open_wakeups(const std::string& call) {
+    calls.push_back(call);
+    if (watch_fails > 0) {
+      --watch_fails;
+      throw_failure();
+    }
+    return std::make_unique<FakeWakeups>(
+        pending_wakeups, wakeup_breaks, listen_breaks, calls);
   }
 };
 

@@ -111,7 +111,8 @@ TEST_CASE("a waiter watches, asks again, then sleeps until the lease ends") {
   CHECK(outcome.attempt.fence == 7);
   CHECK_FALSE(outcome.uncertain);
   CHECK(f.store.calls
-        == std::vector<std::string>{"acquire", "watch", "acquire", "acquire"});
+        == std::vector<std::string>{
+            "acquire", "watch", "acquire", "listen", "acquire"});
   // The lease's end plus a little slack, not a poll.
   REQUIRE(f.clock.sleeps.size() == 1);
   CHECK(f.clock.sleeps[0] == 305ms);
@@ -131,8 +132,15 @@ TEST_CASE("the safety net alone looks at the lease, not the lock") {
   const auto outcome = f.wait({});
   CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
   CHECK(f.store.calls
-        == std::vector<std::string>{
-            "acquire", "watch", "acquire", "pttl", "pttl", "acquire"});
+        == std::vector<std::string>{"acquire",
+                                    "watch",
+                                    "acquire",
+                                    "listen",
+                                    "pttl",
+                                    "listen",
+                                    "pttl",
+                                    "listen",
+                                    "acquire"});
   // A third of the holder's 30s TTL at most, jittered in [5s, 10s].
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(f.clock.sleeps[i] >= 5s);
@@ -149,7 +157,7 @@ TEST_CASE("more lease left than the known holder could have: a full look") {
   CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
   CHECK(f.store.calls
         == std::vector<std::string>{
-            "acquire", "watch", "acquire", "pttl", "acquire"});
+            "acquire", "watch", "acquire", "listen", "pttl", "acquire"});
   CHECK(f.clock.sleeps[0] >= 500ms);
   CHECK(f.clock.sleeps[0] <= 1s);
 }
@@ -253,6 +261,7 @@ TEST_CASE("a failure while waiting: reconnect after a jittered backoff") {
         == std::vector<std::string>{"acquire",
                                     "watch",
                                     "acquire",
+                                    "listen",
                                     "acquire",
                                     "disconnect",
                                     "connect",
@@ -343,7 +352,55 @@ TEST_CASE("a broken watch counts as a wake-up and is made again") {
   // A wake-up may have been lost: a full look, on a new watch.
   CHECK(f.store.calls
         == std::vector<std::string>{
-            "acquire", "watch", "acquire", "watch", "acquire"});
+            "acquire", "watch", "acquire", "listen", "watch", "acquire"});
+}
+
+TEST_CASE("a waiter listens after each look, so the winner listens no more") {
+  Fixture f;
+  f.store.acquire_answers = {
+      answer(busy(-1)), answer(busy(-1)), answer(busy(-1)), answer(won())};
+  f.store.remaining = [] { return std::int64_t{-1}; };
+  f.clock.during_sleep = [&](std::size_t) {
+    ++f.store.pending_wakeups; // a release wakes this waiter
+    return 0;
+  };
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  // A wake-up is taken once: listening again is a step of its own, after
+  // the look, so that a waiter that gets in is no longer in line for the
+  // wake-up of another release.
+  CHECK(f.store.calls
+        == std::vector<std::string>{"acquire",
+                                    "watch",
+                                    "acquire",
+                                    "listen",
+                                    "acquire",
+                                    "listen",
+                                    "acquire"});
+}
+
+TEST_CASE("a wake-up source that breaks as it listens is made again") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(-1)), answer(busy(-1)), answer(won())};
+  f.store.remaining = [] { return std::int64_t{-1}; };
+  f.store.listen_breaks = 1;
+  const auto outcome = f.wait({});
+  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  // Not slept on: watched again, and a look, since a wake-up may be lost.
+  CHECK(f.clock.sleeps.empty());
+  CHECK(f.store.calls
+        == std::vector<std::string>{
+            "acquire", "watch", "acquire", "listen", "watch", "acquire"});
+}
+
+TEST_CASE("rlock wait hears every release: it takes no waiter's wake-up") {
+  Fixture f;
+  lock::AcquireAttempt free_now;
+  free_now.acquired = true;
+  f.store.acquire_answers = {answer(busy(200)), answer(free_now)};
+  lock::wait_until_free(f.store, "job", {.timeout = 5s}, f.hooks);
+  CHECK(f.store.count("watch releases") == 1);
+  CHECK(f.store.count("watch") == 0);
 }
 
 TEST_CASE("rlock wait only looks: it never takes the lock") {

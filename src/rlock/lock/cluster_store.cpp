@@ -406,10 +406,19 @@ ClusterStore::deployment_state() {
 
 std::unique_ptr<Wakeups>
 ClusterStore::watch(std::string_view name, const std::string& token) {
+  // The lists live on the slot's master: when the slot moves, the server
+  // ends the wait with MOVED, and the waiter looks and watches again.
+  return routed(name, [&](RedisStore& store, auto&&, int) {
+    return store.watch(name, token);
+  });
+}
+
+std::unique_ptr<Wakeups>
+ClusterStore::watch_releases(std::string_view name) {
   // PUBLISH reaches every node of a cluster, so a subscription on the
   // master of now keeps hearing releases after the slot moves.
   return routed(name, [&](RedisStore& store, auto&&, int) {
-    return store.watch(name, token);
+    return store.watch_releases(name);
   });
 }
 

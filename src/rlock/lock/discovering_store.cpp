@@ -178,6 +178,11 @@ DiscoveringStore::watch(std::string_view name, const std::string& token) {
   return m_store->watch(name, token);
 }
 
+std::unique_ptr<Wakeups>
+DiscoveringStore::watch_releases(std::string_view name) {
+  return m_store->watch_releases(name);
+}
+
 void
 DiscoveringStore::connect() {
   m_store->connect();

@@ -28,8 +28,9 @@ struct LockKeys {
   // <prefix>{NAME}:holders: a semaphore's holders, each token scored by the
   // end of its lease (server time, ms)
   std::string holders;
-  // <prefix>{NAME}: the start of the wake-up channels' names
-  std::string channel_prefix;
+  // <prefix>{NAME}: the start of the wake-up lists' and the release
+  // channel's names
+  std::string wake_prefix;
 
   // Returns the keys every lock script takes, in order.
   std::vector<std::string>
@@ -37,16 +38,24 @@ struct LockKeys {
     return {lock, fence, queue, alive, once, holders};
   }
 
-  // Returns the channel on which a release wakes waiters outside the queue.
+  // Returns the channel on which every release is announced (rlock wait).
   std::string
   released_channel() const {
-    return channel_prefix + "released";
+    return wake_prefix + "released";
   }
 
-  // Returns the channel on which a release wakes the queue's head `token`.
+  // Returns the list onto which a release pushes one wake-up for the
+  // waiters outside the queue: one of them takes it (BLPOP).
   std::string
-  wake_channel(const std::string& token) const {
-    return channel_prefix + "wake:" + token;
+  wake_list() const {
+    return wake_prefix + "wake";
+  }
+
+  // Returns the list onto which a release pushes the wake-up of the queue's
+  // head `token`.
+  std::string
+  wake_list(const std::string& token) const {
+    return wake_prefix + "wake:" + token;
   }
 };
 

@@ -54,6 +54,9 @@ struct WaiterEntry {
   // first), joins the queue or refreshes its place there for this long, so
   // that later comers do not pass it and a release wakes it in its turn.
   Duration place_ttl{};
+  // This attempt follows a wait: other waiters may wait still, so the
+  // holder's release is to wake one.
+  bool waited = false;
 
   bool operator==(const WaiterEntry&) const = default;
 };

@@ -49,9 +49,10 @@ acquire_call(const LockKeys& keys,
            holder.command,
            ms_or_zero(entry.queue_ttl),
            std::to_string(limit),
-           keys.channel_prefix,
+           keys.wake_prefix,
            ms_or_zero(entry.place_ttl),
-           parent_token},
+           parent_token,
+           entry.waited ? "1" : "0"},
           "cannot acquire lock " + quote(keys.name)};
 }
 
@@ -73,7 +74,7 @@ ScriptCall
 release_call(const LockKeys& keys, const std::string& token, bool wake) {
   return {&redis::k_release_script,
           keys.script_keys(),
-          {token, keys.channel_prefix, wake ? "wake" : "quiet"},
+          {token, keys.wake_prefix, wake ? "wake" : "quiet"},
           "cannot release lock " + quote(keys.name)};
 }
 
@@ -89,7 +90,7 @@ ScriptCall
 force_release_call(const LockKeys& keys) {
   return {&redis::k_force_release_script,
           keys.script_keys(),
-          {keys.channel_prefix},
+          {keys.wake_prefix},
           "cannot break lock " + quote(keys.name)};
 }
 
@@ -105,7 +106,7 @@ ScriptCall
 leave_queue_call(const LockKeys& keys, const std::string& token) {
   return {&redis::k_leave_script,
           keys.script_keys(),
-          {token, keys.channel_prefix},
+          {token, keys.wake_prefix},
           "cannot leave the queue of " + quote(keys.name)};
 }
 

@@ -45,10 +45,10 @@ info_field(const std::string& info, const std::string& field) {
   return it == fields.end() ? std::string() : it->second;
 }
 
-// Wakes a waiter when any server publishes a release: an epoll descriptor
-// over one subscription per server. A subscription that breaks is dropped
-// (a wake-up, since a message may have been lost); only when every one has
-// broken does take() throw.
+// Wakes a waiter when any server wakes it: an epoll descriptor over one
+// source per server. A source that breaks is dropped (a wake-up, since one
+// may have been lost); only when every one has broken does take() or
+// listen() throw.
 class QuorumWakeups final : public Wakeups {
 public:
   explicit QuorumWakeups(std::vector<std::unique_ptr<Wakeups>> sources)
@@ -66,6 +66,14 @@ public:
     }
   }
 
+  void
+  listen() override {
+    each([](Wakeups& source) {
+      source.listen();
+      return 0;
+    });
+  }
+
   int
   fd() const override {
     return m_epoll.get();
@@ -73,6 +81,15 @@ public:
 
   int
   take() override {
+    return each([](Wakeups& source) { return source.take(); });
+  }
+
+private:
+  // Runs `step` on every source left and sums what it returns; a source
+  // that fails is dropped and counts 1.
+  template <typename Step>
+  int
+  each(Step&& step) {
     int wakeups = 0;
     std::string last_error;
     for (auto& source : m_sources) {
@@ -80,7 +97,7 @@ public:
         continue;
       }
       try {
-        wakeups += source->take();
+        wakeups += step(*source);
       } catch (const redis::Failure& e) {
         ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, source->fd(), nullptr);
         source.reset();
@@ -92,12 +109,11 @@ public:
           return s != nullptr;
         })) {
       throw redis::Failure(redis::FailureKind::closed,
-                           "every subscription broke (" + last_error + ")");
+                           "every wake-up source broke (" + last_error + ")");
     }
     return wakeups;
   }
 
-private:
   UniqueFd m_epoll;
   std::vector<std::unique_ptr<Wakeups>> m_sources;
 };
@@ -937,6 +953,19 @@ QuorumStore::deployment_state() {
 
 std::unique_ptr<Wakeups>
 QuorumStore::watch(std::string_view name, const std::string& token) {
+  return watch_each(
+      name, [&](RedisStore& store) { return store.watch(name, token); });
+}
+
+std::unique_ptr<Wakeups>
+QuorumStore::watch_releases(std::string_view name) {
+  return watch_each(
+      name, [&](RedisStore& store) { return store.watch_releases(name); });
+}
+
+template <typename Open>
+std::unique_ptr<Wakeups>
+QuorumStore::watch_each(std::string_view name, Open&& open) {
   std::vector<std::unique_ptr<Wakeups>> sources;
   std::vector<Answer> answers;
   for (std::size_t i = 0; i < m_members.size(); ++i) {
@@ -944,7 +973,7 @@ QuorumStore::watch(std::string_view name, const std::string& token) {
     try {
       m_members[i].store->set_deadline(
           boot_now() + std::min(step_time(), k_subscribe_bound));
-      sources.push_back(m_members[i].store->watch(name, token));
+      sources.push_back(open(*m_members[i].store));
       answers.back().reply = redis::Reply{};
     } catch (const redis::Failure& failure) {
       answers.back().failure = failure;

@@ -59,6 +59,7 @@ public:
   std::optional<DeploymentState> deployment_state() override;
   std::unique_ptr<Wakeups> watch(std::string_view name,
                                  const std::string& token) override;
+  std::unique_ptr<Wakeups> watch_releases(std::string_view name) override;
   void connect() override;
   void disconnect() override;
   void set_deadline(std::optional<BootTime> deadline) override;
@@ -135,6 +136,10 @@ private:
   void note_server(Member& member, const redis::Reply& info);
   LockKeys keys(std::string_view name) const;
   std::string store_address(std::size_t member) const;
+  // Opens `open`(a server's store) on every server, each bounded, and
+  // wakes on any; throws Failure when fewer than a quorum opened.
+  template <typename Open>
+  std::unique_ptr<Wakeups> watch_each(std::string_view name, Open&& open);
   // Runs `read` on every server's store, each bounded, and merges what they
   // say lock by lock.
   template <typename Read>

@@ -16,10 +16,41 @@ namespace rlock::lock {
 
 namespace {
 
-class RedisWakeups final : public Wakeups {
+// A waiter's wake-ups: elements pushed onto its lists, each taken by one
+// waiter.
+class ListWakeups final : public Wakeups {
 public:
-  explicit RedisWakeups(redis::Subscription subscription)
+  explicit ListWakeups(redis::WakeList list) : m_list(std::move(list)) {
+  }
+
+  void
+  listen() override {
+    m_list.listen();
+  }
+
+  int
+  fd() const override {
+    return m_list.fd();
+  }
+
+  int
+  take() override {
+    return m_list.take();
+  }
+
+private:
+  redis::WakeList m_list;
+};
+
+// Every release, as published on the lock's channel.
+class ReleaseWakeups final : public Wakeups {
+public:
+  explicit ReleaseWakeups(redis::Subscription subscription)
       : m_subscription(std::move(subscription)) {
+  }
+
+  void
+  listen() override {
   }
 
   int
@@ -405,10 +436,17 @@ std::unique_ptr<Wakeups>
 RedisStore::watch(std::string_view name, const std::string& token) {
   const auto lock_keys = keys(name);
   const auto options = bounded_options();
-  return std::make_unique<RedisWakeups>(redis::Subscription::open(
+  return std::make_unique<ListWakeups>(redis::WakeList::open(
       locate(options),
       options,
-      {lock_keys.released_channel(), lock_keys.wake_channel(token)}));
+      {lock_keys.wake_list(token), lock_keys.wake_list()}));
+}
+
+std::unique_ptr<Wakeups>
+RedisStore::watch_releases(std::string_view name) {
+  const auto options = bounded_options();
+  return std::make_unique<ReleaseWakeups>(redis::Subscription::open(
+      locate(options), options, {keys(name).released_channel()}));
 }
 
 void

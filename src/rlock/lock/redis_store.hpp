@@ -46,6 +46,7 @@ public:
   std::optional<DeploymentState> deployment_state() override;
   std::unique_ptr<Wakeups> watch(std::string_view name,
                                  const std::string& token) override;
+  std::unique_ptr<Wakeups> watch_releases(std::string_view name) override;
   void connect() override;
   void disconnect() override;
   void set_deadline(std::optional<BootTime> deadline) override;

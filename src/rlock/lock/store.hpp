@@ -18,6 +18,11 @@ class Wakeups {
 public:
   virtual ~Wakeups() = default;
 
+  // Makes sure the next wake-up is heard; call before each wait on fd(). A
+  // wake-up meant for one waiter is taken once: listening again after it is
+  // a step of its own. Throws redis::Failure when the source broke.
+  virtual void listen() = 0;
+
   // Returns a descriptor to wait on with poll(2).
   virtual int fd() const = 0;
 
@@ -113,10 +118,15 @@ public:
   // replicas, each sentinel's view); nothing for a single server.
   virtual std::optional<DeploymentState> deployment_state() = 0;
 
-  // Starts watching for wake-ups of lock `name` and of `token`'s turn.
-  // Returns once no later wake-up can be missed.
+  // Starts watching for the wake-ups of a waiter for lock `name` with
+  // `token`: a release wakes one waiter (the queue's head, or one outside
+  // the queue), and a wake-up sent before the first listen() is kept for it.
   virtual std::unique_ptr<Wakeups> watch(std::string_view name,
                                          const std::string& token) = 0;
+
+  // Starts watching for every release of lock `name`, for a look that takes
+  // nothing (rlock wait). Returns once no later release can be missed.
+  virtual std::unique_ptr<Wakeups> watch_releases(std::string_view name) = 0;
 
   // Connects now rather than at the first step.
   virtual void connect() = 0;

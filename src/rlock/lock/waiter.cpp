@@ -79,18 +79,18 @@ namespace {
 
 class Waiter {
 public:
-  Waiter(std::function<AcquireAttempt()> attempt,
+  Waiter(std::function<AcquireAttempt(bool waited)> attempt,
          std::function<std::int64_t()> remaining,
+         std::function<std::unique_ptr<Wakeups>()> watch,
          LockStore& store,
          const std::string& name,
-         const std::string& token,
          Duration ttl,
          const WaitOptions& options,
          const WaitHooks& hooks,
          std::function<void()> leave,
          bool shared = false)
       : m_attempt(std::move(attempt)), m_remaining(std::move(remaining)),
-        m_store(store), m_name(name), m_token(token), m_ttl(ttl),
+        m_watch(std::move(watch)), m_store(store), m_name(name), m_ttl(ttl),
         m_options(options), m_hooks(hooks), m_leave(std::move(leave)),
         m_shared(shared) {
     if (options.timeout) {
@@ -114,14 +114,15 @@ private:
   std::optional<Delay> next_delay(const AcquireAttempt& attempt);
   void report(const AcquireAttempt& attempt);
   void subscribe();
+  bool listen();
   int take_wakeups();
   void give_up();
 
-  std::function<AcquireAttempt()> m_attempt;
+  std::function<AcquireAttempt(bool waited)> m_attempt;
   std::function<std::int64_t()> m_remaining; // the lock's PTTL
+  std::function<std::unique_ptr<Wakeups>()> m_watch;
   LockStore& m_store;
   const std::string& m_name;
-  const std::string& m_token;
   Duration m_ttl;
   const WaitOptions& m_options;
   const WaitHooks& m_hooks;
@@ -152,7 +153,7 @@ WaitOutcome
 Waiter::run() {
   WaitOutcome outcome;
   try {
-    outcome.attempt = m_attempt();
+    outcome.attempt = m_attempt(false);
   } catch (const redis::Failure& error) {
     // Nothing listening at the start is most likely a wrong URL: said at
     // once. A failover under way is waited out as a held lock is.
@@ -201,7 +202,7 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
     subscribe();
   }
   if (ask) {
-    outcome.attempt = m_attempt();
+    outcome.attempt = m_attempt(m_slept);
     if (outcome.attempt.acquired) {
       outcome.kind = WaitOutcome::Kind::acquired;
       return outcome;
@@ -217,6 +218,10 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
   if (!next) {
     give_up();
     return outcome;
+  }
+  if (!listen()) {
+    ask = true;
+    return std::nullopt;
   }
   if (const int signal = sleep(m_wakeups->fd(), next->delay)) {
     give_up();
@@ -281,24 +286,44 @@ Waiter::recover(const redis::Failure& error, WaitOutcome& outcome) {
   }
 }
 
-// Empties the subscription and returns how many wake-ups it held. A broken
-// one is dropped and counts as a wake-up, since a message may have been lost
-// meanwhile; the next round subscribes again, where a failure is recovered
-// from like any other.
+// Empties the wake-ups and returns how many there were. A source that broke
+// in a way that may pass is dropped and counts as a wake-up, since one may
+// have been lost meanwhile; the next round watches again, where a failure is
+// recovered from like any other.
 int
 Waiter::take_wakeups() {
   try {
     return m_wakeups->take();
-  } catch (const Error& e) {
-    log::info(std::string(e.what()) + "; subscribing again");
+  } catch (const redis::Failure& e) {
+    if (!redis::may_pass(e)) {
+      throw;
+    }
+    log::info(std::string(e.what()) + "; watching again");
     m_wakeups.reset();
-    return 1; // a message may have been lost: look
+    return 1; // a wake-up may have been lost: look
+  }
+}
+
+// Listens for the next wake-up before a sleep; false when the source broke
+// (dropped, as by take_wakeups(): the next round watches again and looks).
+bool
+Waiter::listen() {
+  try {
+    m_wakeups->listen();
+    return true;
+  } catch (const redis::Failure& e) {
+    if (!redis::may_pass(e)) {
+      throw;
+    }
+    log::info(std::string(e.what()) + "; watching again");
+    m_wakeups.reset();
+    return false;
   }
 }
 
 void
 Waiter::subscribe() {
-  m_wakeups = m_store.watch(m_name, m_token);
+  m_wakeups = m_watch();
 }
 
 // How long to sleep before looking again, unless a message comes first, and
@@ -397,9 +422,13 @@ wait_for_lock(LockStore& store,
   } else if (!options.nonblock) {
     entry.place_ttl = k_queue_entry_ttl;
   }
-  auto attempt = [&] { return store.acquire(request, entry); };
+  auto attempt = [&](bool waited) {
+    entry.waited = waited;
+    return store.acquire(request, entry);
+  };
   std::function<void()> leave;
-  if (entry != WaiterEntry{}) {
+  if (entry.queue_ttl > Duration::zero()
+      || entry.place_ttl > Duration::zero()) {
     leave = [&] { store.leave_queue(request.name, request.token); };
   }
   // A semaphore's key lives as long as its last lease, while a permit may
@@ -408,16 +437,17 @@ wait_for_lock(LockStore& store,
   if (request.limit == 0) {
     remaining = [&] { return store.lease_remaining_ms(request.name); };
   }
-  return Waiter(attempt,
-                remaining,
-                store,
-                request.name,
-                request.token,
-                request.ttl,
-                options,
-                hooks,
-                leave,
-                request.limit == k_shared_limit)
+  return Waiter(
+             attempt,
+             remaining,
+             [&] { return store.watch(request.name, request.token); },
+             store,
+             request.name,
+             request.ttl,
+             options,
+             hooks,
+             leave,
+             request.limit == k_shared_limit)
       .run();
 }
 
@@ -426,13 +456,13 @@ wait_until_free(LockStore& store,
                 const std::string& name,
                 const WaitOptions& options,
                 const WaitHooks& hooks) {
-  // Only the released channel matters; the token names no wake channel.
-  static const std::string k_no_token = "-";
-  return Waiter([&] { return store.peek(name); },
+  // Every release matters, and it takes nothing: it may not take a
+  // wake-up meant for a waiter.
+  return Waiter([&](bool) { return store.peek(name); },
                 [&] { return store.lease_remaining_ms(name); },
+                [&] { return store.watch_releases(name); },
                 store,
                 name,
-                k_no_token,
                 std::chrono::seconds(30),
                 options,
                 hooks,

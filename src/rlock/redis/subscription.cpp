@@ -14,6 +14,15 @@ is_push(const Reply& reply, std::string_view kind) {
          && reply.elements[0].is_string() && reply.elements[0].text == kind;
 }
 
+// True for the errors with which a server ends a blocked command that
+// another server is now to serve.
+bool
+ends_wait(std::string_view error) {
+  const auto code = server_code_of(error);
+  return code == "MOVED" || code == "ASK" || code == "UNBLOCKED"
+         || code == "READONLY";
+}
+
 bool
 socket_readable(int fd) {
   pollfd entry{fd, POLLIN, 0};
@@ -54,6 +63,55 @@ Subscription::take_messages() {
     messages += is_message(*reply) ? 1 : 0;
   }
   return messages;
+}
+
+WakeList::WakeList(Connection connection, std::vector<std::string> lists)
+    : m_connection(std::move(connection)), m_lists(std::move(lists)) {
+}
+
+WakeList
+WakeList::open(const Endpoint& endpoint,
+               const ConnectOptions& options,
+               std::vector<std::string> lists) {
+  return WakeList(Connection::open(endpoint, options), std::move(lists));
+}
+
+void
+WakeList::listen() {
+  if (m_listening) {
+    return;
+  }
+  std::vector<std::string> command{"BLPOP"};
+  command.insert(command.end(), m_lists.begin(), m_lists.end());
+  command.emplace_back("0"); // no timeout: the waiter keeps its own time
+  m_connection.append(command);
+  m_connection.send();
+  m_listening = true;
+}
+
+int
+WakeList::fd() const {
+  return m_connection.fd();
+}
+
+int
+WakeList::take() {
+  int popped = 0;
+  bool read_socket = socket_readable(m_connection.fd());
+  while (auto reply = m_connection.take_arrived_reply(read_socket)) {
+    read_socket = false;
+    if (reply->is_error() && ends_wait(reply->text)) {
+      // The server ended the wait (the slot moved, the master turned
+      // replica): the lists are to be watched again where they are now.
+      throw Failure(FailureKind::closed,
+                    "the wait on " + m_connection.address()
+                        + " was ended: " + reply->text);
+    }
+    throw_if_error(*reply, "cannot wait on " + m_connection.address());
+    m_listening = false;
+    popped += reply->is_nil() ? 0 : 1;
+  }
+  return popped;
 }
 
 void

@@ -31,6 +31,38 @@ private:
   Connection m_connection;
 };
 
+// A connection blocked in BLPOP on a few lists: each element pushed onto one
+// of them goes to one blocked connection only, so one push wakes one waiter,
+// and a waiter that died no longer blocks and cannot take it. Call listen()
+// before waiting for fd() to turn readable, then ask take().
+class WakeList {
+public:
+  // Connects; listens from the first listen() on. Throws Error (unavailable).
+  static WakeList open(const Endpoint& endpoint,
+                       const ConnectOptions& options,
+                       std::vector<std::string> lists);
+
+  // Blocks in BLPOP on the lists, unless it does already. Throws Error
+  // (unavailable) when the connection broke.
+  void listen();
+
+  // Returns the socket, to wait on with poll(2).
+  int fd() const;
+
+  // Returns how many elements were popped since the last call (0 or 1),
+  // without blocking; after one, it listens again only from listen() on.
+  // Throws Error (unavailable) when the connection broke or the server
+  // refused (a moved slot, a master turned replica).
+  int take();
+
+private:
+  WakeList(Connection connection, std::vector<std::string> lists);
+
+  Connection m_connection;
+  std::vector<std::string> m_lists;
+  bool m_listening = false;
+};
+
 // Throws Error (unavailable) unless `reply`, from the server at `address`,
 // confirms a SUBSCRIBE.
 void check_subscribed(const Reply& reply, const std::string& address);

@@ -6,8 +6,8 @@
 -- ARGV[7]  queue entry lifetime in ms; 0 to wait outside the queue
 -- ARGV[8]  the limit: N for one of N holders of a semaphore, -1 (k_shared)
 --          for a shared holder, 0 (or none) for a plain lock
--- ARGV[9]  the channel prefix, to wake the next waiter in the queue while
---          a semaphore has permits left or a shared holder got in
+-- ARGV[9]  the wake-up lists' prefix, to wake the next waiter while a
+--          semaphore has permits left or a shared holder got in
 -- ARGV[10] a waiter's place in the queue outside --fair, in ms: when it
 --          finds a queue, has a place already, or asks for a plain hold
 --          where shared holders hold (writers first), it joins the queue
@@ -20,6 +20,9 @@
 --          writer that waits for the parent), and a request its hold
 --          excludes takes no place in the queue (it may be waiting for its
 --          own parent, and a place would hold everyone else back)
+-- ARGV[12] '1' when the request follows a wait: other waiters may wait
+--          still, so the lock is marked (see waiters_outside() in
+--          prelude.lua) and its release wakes one
 -- Returns {1, fence} when acquired ({1, fence, slot} for a semaphore: the
 -- lowest index in 0..N-1 no live holder has); {2, limit} when the lock has
 -- live holders under another limit (0: a plain lock; plain and shared
@@ -54,6 +57,7 @@ local limit = tonumber(ARGV[8]) or 0
 local shared = limit == k_shared
 local place_ttl = tonumber(ARGV[10]) or 0
 local parent = ARGV[11] or ''
+local waited = ARGV[12] == '1'
 -- A semaphore all of whose leases ended is free; its keys go once this
 -- script has written (see live_head()).
 local held_limit = limit_of_lock()
@@ -110,6 +114,9 @@ local function take_permit(fence, slot)
   if slot then
     redis.call('HSET', KEYS[1], key .. 'slot', slot)
   end
+  if waited then
+    mark_waiters()
+  end
   redis.call('ZADD', KEYS[6], string.format('%d', expiry), token)
   expire_semaphore(token, expiry)
   -- Our own permit from an attempt long ago is the one just written.
@@ -157,11 +164,16 @@ if limit ~= 0 and not held and (head == nil or head == token or nested) then
   take_permit(fence, slot)
   forget(dead)
   leave_queue(token)
-  -- Room is left: the next waiter in the queue may get in too (a shared
-  -- waiter does; a plain one finds it held and keeps its place).
-  local next_head = live_head()
-  if (shared or holders + 1 < limit) and next_head then
-    redis.call('PUBLISH', ARGV[9] .. 'wake:' .. next_head, 'free')
+  -- Room is left: the next waiter may get in too (a shared waiter does; a
+  -- plain one finds it held and keeps its place). A release wakes one
+  -- waiter, so each that gets in passes the wake-up on.
+  if shared or holders + 1 < limit then
+    local next_head = live_head()
+    if next_head then
+      wake(ARGV[9] .. 'wake:' .. next_head)
+    elseif waiters_outside() then
+      wake(ARGV[9] .. 'wake')
+    end
   end
   if shared then
     return {1, fence}
@@ -174,6 +186,9 @@ if limit == 0 and not held and (head == nil or head == token) then
     'token', token, 'fence', string.format('%d', fence), 'ttl_ms', ARGV[2],
     'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
     'acquired_ms', string.format('%d', now_ms), 'renewals', 0)
+  if waited then
+    mark_waiters()
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   clear_stale_semaphore()
   forget(dead)
@@ -203,6 +218,9 @@ if queue_ttl > 0 then
 end
 
 if held then
+  if queue_ttl > 0 or place_ttl > 0 then
+    mark_waiters()
+  end
   return held_reply(place)
 end
 if held_limit == k_shared then

@@ -1,6 +1,6 @@
 -- Deletes the lock whoever holds it (release --force) and wakes the next
 -- waiter.
--- ARGV[1]  the channel prefix
+-- ARGV[1]  the wake-up prefix, "<prefix>{NAME}:"
 -- Returns {} when the lock was free, else {user@host:pid, command, token,
 -- how many held it} of the holder whose lock was broken. A semaphore or a
 -- shared lock loses every holder (the one named is the one whose lease
@@ -15,9 +15,10 @@ if limit_of_lock() then
   holder[5] = first
   redis.call('DEL', KEYS[6])
 end
+local outside = waiters_outside()
 if redis.call('DEL', KEYS[1]) == 0 then
   return {}
 end
-wake_next(ARGV[1])
+wake_next(ARGV[1], outside)
 local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
 return {who, holder[4] or '', holder[5] or '', count}

@@ -64,17 +64,49 @@ local function forget(dead)
   end
 end
 
--- Wakes whoever may take the free lock now: the queue's head only (no
--- thundering herd), or everyone waiting outside the queue when it is empty.
--- channel_prefix is "<prefix>{NAME}:".
-local function wake_next(channel_prefix)
+-- How long a wake-up waits in its list for a waiter to take it.
+local wake_keep_ms = 10000
+
+-- Wakes one waiter: pushes a wake-up onto `list`, where waiters block in
+-- BLPOP, unless one waits there already. Redis hands it to one connection
+-- still blocked (a killed waiter's is gone), or to the next that blocks.
+-- Best effort (pcall): while a Cluster slot moves the list may live on the
+-- other node, and the waiter's safety net then looks for it.
+local function wake(list)
+  if redis.pcall('LLEN', list) == 0 then
+    redis.pcall('RPUSH', list, 'free')
+  end
+  redis.pcall('PEXPIRE', list, wake_keep_ms)
+end
+
+-- Marks the lock as one that waiters outside the queue wait for: a waiter
+-- that finds it held, or one that got in after a wait (others may wait
+-- still). The mark lives in the lock's hash and goes with it, so a lock
+-- nobody waited for leaves no wake-up behind. pcall: over maxmemory a busy
+-- answer is still given.
+local function mark_waiters()
+  redis.pcall('HSET', KEYS[1], 'waiting', 1)
+end
+
+-- True when the lock is marked by mark_waiters().
+local function waiters_outside()
+  return redis.call('HEXISTS', KEYS[1], 'waiting') == 1
+end
+
+-- Wakes whoever may take the free lock now: the queue's head, or, when the
+-- queue is empty and `outside` (see waiters_outside(), read before the
+-- lock's hash went), one of the waiters outside it (no thundering herd);
+-- and tells `rlock wait` on the release channel. key_prefix is
+-- "<prefix>{NAME}:".
+local function wake_next(key_prefix, outside)
   local head, _, dead = live_head()
   forget(dead)
   if head then
-    redis.call('PUBLISH', channel_prefix .. 'wake:' .. head, 'free')
-  else
-    redis.call('PUBLISH', channel_prefix .. 'released', 'free')
+    wake(key_prefix .. 'wake:' .. head)
+  elseif outside then
+    wake(key_prefix .. 'wake')
   end
+  redis.call('PUBLISH', key_prefix .. 'released', 'free')
 end
 
 -- Semaphores: a lock with a limit of N holders. KEYS[1] then holds 'limit'
