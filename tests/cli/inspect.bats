@@ -174,6 +174,7 @@ fits() {
   [ "$(events_of "$ev" | tr '\n' ' ')" = 'waiting acquired released ' ]
   [ "$(jq -r 'select(.event == "waiting") | .holder' "$ev")" = "$me:$HOLDER_PID" ]
   [ "$(jq -r 'select(.event == "waiting") | .command' "$ev")" = "$HOLD_COMMAND" ]
+  [ "$(jq -c 'select(.event == "waiting") | [.shared, .holders]' "$ev")" = '[false,1]' ]
   [ "$(jq -r 'select(.event == "acquired") | .waited_ms > 0' "$ev")" = true ]
 }
 

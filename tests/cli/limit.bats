@@ -289,12 +289,11 @@ zcard_is() {
 }
 
 @test "permits that come free together go to as many waiters" {
-  local i
-  for i in 1 2; do
+  for _ in 1 2; do
     bg "$RLOCK" --limit 2 pair sh -c 'until [ -e go ]; do sleep 0.05; done'
   done
   wait_until 10 zcard_is "$(holders_key pair)" 2
-  for i in 1 2; do
+  for _ in 1 2; do
     bg "$RLOCK" --limit 2 pair sleep 30
   done
   wait_until 10 blocked_waiters 2

@@ -291,8 +291,7 @@ holders_are() {
   bg "$RLOCK" chain sh -c 'until [ -e go ]; do sleep 0.05; done'
   local holder=$BG_PID
   wait_until 5 key_exists "$(lock_key chain)"
-  local i
-  for i in 1 2 3; do
+  for _ in 1 2 3; do
     bg "$RLOCK" --shared chain sleep 30
   done
   wait_until 10 blocked_waiters 3
@@ -302,6 +301,15 @@ holders_are() {
   # next: all are in within a moment, not each at its safety net (5-10 s
   # behind a 30 s lease).
   wait_until 2 holders_are chain 3
+}
+
+@test "the waiting event of a run behind readers says shared, and how many" {
+  bg "$RLOCK" --shared evs sleep 60
+  bg "$RLOCK" --shared evs sleep 60
+  wait_until 10 holders_are evs 2
+  local ev=$BATS_TEST_TMPDIR/events
+  run -75 --separate-stderr rl --events "$ev" -w 0.3 evs true
+  [ "$(jq -c 'select(.event == "waiting") | [.shared, .holders]' "$ev")" = '[true,2]' ]
 }
 
 @test "status: SHARED n and a row per holder; --json says shared and lists holders" {

@@ -116,8 +116,7 @@ lock_scripts_run() {
   bg "$RLOCK" herd sh -c 'until [ -e go ]; do sleep 0.05; done'
   local holder=$BG_PID
   wait_until 5 key_exists "$(lock_key herd)"
-  local i
-  for i in 1 2 3 4 5 6; do
+  for _ in 1 2 3 4 5 6; do
     bg "$RLOCK" herd sleep 30
   done
   wait_until 10 blocked_waiters 6

@@ -282,6 +282,40 @@ hold_on_every_master() {
   run -0 rl --shared -n "$name" true
 }
 
+# blocked_on PORT N: true when N clients block in BLPOP on the node at PORT.
+blocked_on() {
+  [[ $(topology_cli "$1" client list | grep -c cmd=blpop) == "$2" ]]
+}
+
+# held_by_one_of PORT KEY PID...: true when one of PIDs holds the lock KEY.
+held_by_one_of() {
+  local pid
+  pid=$(topology_cli "$1" hget "$2" pid)
+  shift 2
+  [[ " $* " == *" $pid "* ]]
+}
+
+@test "a release through the cluster URL wakes one waiter at once: it blocks on NAME's master" {
+  local port name key first second
+  port=${CLUSTER_MASTER_PORTS%% *}
+  name=$(name_on "$port" wake)
+  key=$(lock_key "$name")
+  bg "$RLOCK" "$name" sh -c 'until [ -e go ]; do sleep 0.05; done'
+  local holder=$BG_PID
+  wait_until 10 held_on "$key" "$port"
+  bg "$RLOCK" "$name" sleep 30
+  first=$BG_PID
+  bg "$RLOCK" "$name" sleep 30
+  second=$BG_PID
+  wait_until 10 blocked_on "$port" 2
+  touch go
+  reaped 0 "$holder" 10
+  # One waiter holds it, woken by the release, not by its safety net (5-10 s
+  # behind a 30 s lease); the other still blocks.
+  wait_until 2 held_by_one_of "$port" "$key" "$first" "$second"
+  wait_until 2 blocked_on "$port" 1
+}
+
 @test "acquire, check, extend, wait and release through the cluster URL" {
   local url=$RLOCK_CLUSTER_URL name key owner seed waiter
   unset RLOCK_URL

@@ -388,7 +388,9 @@ Waiter::report(const AcquireAttempt& attempt) {
                {{"holder", attempt.holder},
                 {"command", attempt.command},
                 {"held_ms", attempt.held_ms},
-                {"place", attempt.place}});
+                {"place", attempt.place},
+                {"shared", attempt.shared_holders},
+                {"holders", attempt.holders}});
 }
 
 // Leaves the queue, so that nobody waits for a waiter that is gone.
