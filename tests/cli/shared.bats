@@ -347,15 +347,17 @@ holders_are() {
   run -0 rl acquire -n step
 }
 
-@test "release --force breaks every shared hold and says how many" {
+@test "release --force breaks every shared hold and says how many; --token of none names them shared" {
   local pids=() p
   for _ in 1 2 3; do
     bg "$RLOCK" --shared -t 2s fx sleep 60
     pids+=("$BG_PID")
   done
   wait_until 10 holders_are fx 3
+  run -1 --separate-stderr rl release --token 0123456789abcdef0123456789abcdef fx
+  [[ $stderr == *"not held by this token: it is held shared by $(id -un)@"*" (sleep 60) and 2 more" ]]
   run -0 --separate-stderr rl release --force fx
-  [[ $stderr == "rlock: broke lock 'fx' held by $(id -un)@"*" (sleep 60) and 2 more" ]]
+  [[ $stderr == "rlock: broke lock 'fx' held shared by $(id -un)@"*" (sleep 60) and 2 more" ]]
   key_absent "$(lock_key fx)"
   for p in "${pids[@]}"; do
     reaped 70 "$p" 10

@@ -316,6 +316,15 @@ TEST_CASE("decode_force_release: whose lock it was, or nothing") {
   CHECK(broken->holder == "alice@web-1:4242");
   CHECK(broken->command == "make deploy");
   CHECK(broken->token == "t0k3n");
+  CHECK(broken->holders == 1);
+  CHECK_FALSE(broken->shared);
+  // A shared lock's holders: how many, and that they held it shared.
+  const auto readers = lock::decode_force_release(
+      array({bulk("a@h:1"), bulk("cat"), bulk("t"), integer(3), integer(1)}),
+      what);
+  REQUIRE(readers);
+  CHECK(readers->holders == 3);
+  CHECK(readers->shared);
   CHECK_FALSE(lock::decode_force_release(array({}), what));
   // Any other shape is taken as "it was free", as before.
   CHECK_FALSE(lock::decode_force_release(integer(0), what));

@@ -1,6 +1,7 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/release.hpp>
 #include <rlock/cli/steps.hpp>
+#include <rlock/lock/waiter.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
@@ -57,13 +58,8 @@ force_release(const ReleaseOptions& options, lock::LockStore& store) {
     log::warning("lock " + quote(options.name) + " was not held");
     return exit_code::k_failure;
   }
-  const std::string others =
-      broken->holders > 1
-          ? " and " + std::to_string(broken->holders - 1) + " more"
-          : "";
-  log::error("broke lock " + quote(options.name) + " held by "
-             + printable(broken->holder) + " (" + printable(broken->command)
-             + ")" + others);
+  log::error("broke lock " + quote(options.name) + " "
+             + lock::held_by_text(*broken));
   return exit_code::k_success;
 }
 

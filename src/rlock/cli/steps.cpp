@@ -3,6 +3,7 @@
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
 #include <rlock/lock/lease.hpp>
+#include <rlock/lock/waiter.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
@@ -34,10 +35,7 @@ not_held(lock::LockStore& store, const std::string& name) {
     const auto now = store.peek(name);
     whose = now.acquired ? "it is free (the lease ran out, or it was "
                            "released or broken)"
-                         : "it is held by " + printable(now.holder)
-                               + (now.command.empty()
-                                      ? std::string()
-                                      : " (" + printable(now.command) + ")");
+                         : "it is " + lock::held_by_text(now, true);
   } catch (const Error&) {
     // Who holds it is extra; the answer stands without it.
   }

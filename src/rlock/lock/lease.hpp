@@ -109,6 +109,7 @@ struct BrokenLock {
   std::string command;
   std::string token;
   std::int64_t holders = 1; // a semaphore or shared lock: how many held it
+  bool shared = false;      // they held it shared
 };
 
 // --once-per's view of the current slot, by the server's clock.

@@ -205,6 +205,9 @@ decode_force_release(const redis::Reply& reply, const std::string& what) {
   if (reply.elements.size() >= 4) {
     broken.holders = redis::integer_of(reply.elements[3], what);
   }
+  if (reply.elements.size() >= 5) {
+    broken.shared = redis::integer_of(reply.elements[4], what) == 1;
+  }
   return broken;
 }
 

@@ -48,17 +48,37 @@ ordinal(std::int64_t n) {
 
 } // namespace
 
+namespace {
+
 std::string
-held_by_text(const AcquireAttempt& attempt, bool with_command) {
-  std::string text = attempt.shared_holders ? "held shared by " : "held by ";
-  text += printable(attempt.holder);
-  if (with_command && !attempt.command.empty()) {
-    text += " (" + printable(attempt.command) + ")";
+held_by(bool shared,
+        const std::string& holder,
+        const std::string& command,
+        std::int64_t holders) {
+  std::string text = shared ? "held shared by " : "held by ";
+  text += printable(holder);
+  if (!command.empty()) {
+    text += " (" + printable(command) + ")";
   }
-  if (attempt.holders > 1) {
-    text += " and " + std::to_string(attempt.holders - 1) + " more";
+  if (holders > 1) {
+    text += " and " + std::to_string(holders - 1) + " more";
   }
   return text;
+}
+
+} // namespace
+
+std::string
+held_by_text(const AcquireAttempt& attempt, bool with_command) {
+  return held_by(attempt.shared_holders,
+                 attempt.holder,
+                 with_command ? attempt.command : std::string(),
+                 attempt.holders);
+}
+
+std::string
+held_by_text(const BrokenLock& broken) {
+  return held_by(broken.shared, broken.holder, broken.command, broken.holders);
 }
 
 std::string

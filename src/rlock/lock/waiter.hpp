@@ -23,6 +23,9 @@ Duration safety_span(std::int64_t holder_ttl_ms, Duration own_ttl);
 // first).
 std::string held_by_text(const AcquireAttempt& attempt, bool with_command);
 
+// The same for the holders of a lock that was broken (release --force).
+std::string held_by_text(const BrokenLock& broken);
+
 // For a `shared_request` that shared holders kept out, the reason is a
 // waiter queued earlier (a plain one, writers first): "; a waiter queued
 // earlier goes first". "" otherwise.
