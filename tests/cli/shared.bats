@@ -240,6 +240,9 @@ writer_waited() {
   run -64 --separate-stderr rl --shared --limit 2 x touch "$BATS_TEST_TMPDIR/ran"
   [ -z "$output" ]
   [ "$stderr" = "rlock: --shared: not with --limit '2': --shared admits any number of holders, --limit N counts them" ]
+  # A bad value is named first, whatever it is combined with.
+  run -64 --separate-stderr rl -s --limit abc x touch "$BATS_TEST_TMPDIR/ran"
+  [ "$stderr" = "rlock: --limit: must be an integer from 1 to 10000, got 'abc'" ]
   run -64 --separate-stderr rl --shared --hold 1m x touch "$BATS_TEST_TMPDIR/ran"
   [ "$stderr" = "rlock: --hold '1m': not with --shared: other holders get in beside the run, so --hold cannot keep copies out" ]
   run -64 --separate-stderr rl -s --once-per 1h x touch "$BATS_TEST_TMPDIR/ran"

@@ -602,10 +602,27 @@ timing_of(Duration ttl, std::optional<Duration> kill_after) {
 // of servers is not one of N (two majorities of the quorum's servers may
 // each count N holders of their own), so N permits over a quorum would
 // admit more than N; and a quorum keeps one holder per NAME.
+// Returns --limit's N; throws for anything but an integer 1..k_max_limit.
+std::int64_t
+parse_limit(const std::string& text) {
+  std::int64_t limit = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, limit);
+  if (text.empty() || ec != std::errc() || ptr != end || limit < 1
+      || limit > defaults::k_max_limit) {
+    throw_usage("--limit: must be an integer from 1 to "
+                + std::to_string(defaults::k_max_limit) + ", got "
+                + quote(text));
+  }
+  return limit;
+}
+
 std::int64_t
 limit_of(const std::optional<std::string>& text,
          bool shared,
          const ServerOptions& server) {
+  // A bad value is named first, whatever it is combined with.
+  const std::int64_t limit = text ? parse_limit(*text) : 0;
   if (shared && text) {
     throw_usage("--shared: not with --limit " + quote(*text)
                 + ": --shared admits any number of holders, --limit N "
@@ -618,19 +635,7 @@ limit_of(const std::optional<std::string>& text,
   if (shared) {
     return lock::k_shared_limit;
   }
-  if (!text) {
-    return 0;
-  }
-  std::int64_t limit = 0;
-  const auto* end = text->data() + text->size();
-  const auto [ptr, ec] = std::from_chars(text->data(), end, limit);
-  if (text->empty() || ec != std::errc() || ptr != end || limit < 1
-      || limit > defaults::k_max_limit) {
-    throw_usage("--limit: must be an integer from 1 to "
-                + std::to_string(defaults::k_max_limit) + ", got "
-                + quote(*text));
-  }
-  if (!server.members.empty()) {
+  if (limit > 0 && !server.members.empty()) {
     throw_usage("--limit: not with several --url: N permits over a quorum "
                 "of servers is unsound (two majorities may each grant their "
                 "own N)");
