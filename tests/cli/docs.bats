@@ -273,6 +273,24 @@ synopsis_options() {
   done
 }
 
+# man_run_synopses: the man page's run-mode synopses, written as help writes
+# them ("*rlock* [_options_] _name_ *-c* _shell-command_" becomes
+# "rlock [OPTIONS] NAME -c 'SHELL COMMAND'").
+man_run_synopses() {
+  grep '^\*rlock\* \[_options_\]' "$ROOT/man/rlock.1.scd" |
+    sed -e 's/_shell-command_/'"'"'SHELL COMMAND'"'"'/g' \
+      -e 's/_options_/OPTIONS/g; s/_name_/NAME/g; s/_command_/COMMAND/g' \
+      -e 's/_argument_/ARG/g; s/\*//g'
+}
+
+@test "run mode's synopses: the same in rlock --help and the man page" {
+  local help
+  help=$("$RLOCK" --help | sed -n 's/^\(Usage:\|      \) \(rlock \[OPTIONS\] .*\)$/\2/p')
+  echo "$help"
+  [ "$(wc -l <<<"$help")" -ge 4 ]
+  [ "$help" = "$(man_run_synopses)" ]
+}
+
 @test "every command --help lists is in the man page and in each completion" {
   local command file
   for command in "${COMMANDS[@]}"; do

@@ -61,13 +61,19 @@ public:
       return "Usage: " + std::string(find_command(app->get_name())->usage)
              + "\n\n";
     }
-    std::string usage = "Usage: rlock [OPTIONS] NAME COMMAND [ARG...]\n"
-                        "       rlock [OPTIONS] NAME -c 'SHELL COMMAND'\n"
-                        "       rlock [OPTIONS] -- NAME COMMAND [ARG...]\n";
-    for (const auto& command : command_table()) {
-      usage += "       " + std::string(command.usage) + "\n";
+    std::string usage;
+    const auto add = [&usage](std::string_view line) {
+      usage +=
+          (usage.empty() ? "Usage: " : "       ") + std::string(line) + "\n";
+    };
+    for (const auto line : k_run_usages) {
+      add(line);
     }
-    return usage + "       rlock --help | --version\n\n";
+    for (const auto& command : command_table()) {
+      add(command.usage);
+    }
+    add("rlock --help | --version");
+    return usage + "\n";
   }
 };
 

@@ -6,9 +6,18 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlock::cli {
+
+// Run mode's synopses, in the order help and the man page list them.
+inline constexpr std::string_view k_run_usages[] = {
+    "rlock [OPTIONS] NAME COMMAND [ARG...]",
+    "rlock [OPTIONS] NAME -c 'SHELL COMMAND'",
+    "rlock [OPTIONS] -c 'SHELL COMMAND' NAME",
+    "rlock [OPTIONS] -- NAME COMMAND [ARG...]",
+};
 
 // Adds run mode's options to the top-level app.
 void add_run_options(CLI::App& app, detail::RawOptions& raw);
