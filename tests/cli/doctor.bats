@@ -435,6 +435,18 @@ link_up() {
 
 # --- replication (last: the master keeps a replica until teardown) ----------
 
+@test "the WAIT probe publishes under --prefix, which reaches the replicas" {
+  safe_config
+  start_replica
+  # A replica hands on what its master publishes to its own subscribers.
+  bg redis-cli -u "$REPLICA_URL" subscribe app:doctor-probe
+  wait_until 10 eval '[[ $(redis-cli -u "$REPLICA_URL" pubsub numsub app:doctor-probe | tail -n 1) == 1 ]]'
+  # Exit 1: a master with a replica warns (asynchronous replication).
+  run -1 --separate-stderr rl doctor --prefix app:
+  has "$(line_of replication)" "WAIT 1"
+  wait_until 5 grep -qx message "$BG_OUT"
+}
+
 @test "a replica: replication fails (READONLY); its master warns about failover" {
   safe_config
   start_replica

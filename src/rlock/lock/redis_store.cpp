@@ -404,8 +404,9 @@ RedisStore::list_locks(std::string_view match) {
 
 std::vector<ServerFacts>
 RedisStore::examine() {
-  return {
-      on_connection([](redis::Connection& c) { return examine_server(c); })};
+  const std::string probe_channel = key_space().prefix + "doctor-probe";
+  return {on_connection(
+      [&](redis::Connection& c) { return examine_server(c, probe_channel); })};
 }
 
 std::optional<DeploymentState>

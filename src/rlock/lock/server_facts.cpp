@@ -132,10 +132,15 @@ measure_round_trips(redis::Connection& connection, ServerFacts& facts) {
   }
 }
 
+// How long the WAIT probe waits for the replicas at most.
+constexpr auto k_wait_probe_bound = std::chrono::seconds(1);
+
 // Times a WAIT for every connected replica, as an acquire with --replicas
-// pays it (bounded by a second).
+// pays it (bounded by k_wait_probe_bound).
 void
-probe_wait(redis::Connection& connection, ServerFacts& facts) {
+probe_wait(redis::Connection& connection,
+           ServerFacts& facts,
+           const std::string& channel) {
   const auto found = facts.info.find("connected_slaves");
   const int replicas =
       found == facts.info.end() ? 0 : std::atoi(found->second.c_str());
@@ -145,8 +150,11 @@ probe_wait(redis::Connection& connection, ServerFacts& facts) {
   // Something to confirm first: a PUBLISH reaches the replicas through
   // the replication stream, as a lock write does, and changes no key.
   const auto sent = boot_now();
-  connection.append({"PUBLISH", "rlock:doctor-probe", "1"});
-  connection.append({"WAIT", std::to_string(replicas), "1000"});
+  connection.append({"PUBLISH", channel, "1"});
+  connection.append(
+      {"WAIT",
+       std::to_string(replicas),
+       std::to_string(std::chrono::milliseconds(k_wait_probe_bound).count())});
   (void)connection.read_reply();
   const auto reply = connection.read_reply();
   if (reply.type == redis::Reply::Type::integer) {
@@ -324,7 +332,8 @@ replicas_of(const Fields& info) {
 }
 
 ServerFacts
-examine_server(redis::Connection& connection) {
+examine_server(redis::Connection& connection,
+               const std::string& probe_channel) {
   ServerFacts facts;
   facts.address = connection.address();
   measure_round_trips(connection, facts);
@@ -335,7 +344,7 @@ examine_server(redis::Connection& connection) {
   probe_script(connection, facts);
   TimeSample time;
   measure_clock(connection, facts, time);
-  probe_wait(connection, facts);
+  probe_wait(connection, facts, probe_channel);
   measure_clock_rate(connection, facts, time);
   return facts;
 }

@@ -63,9 +63,13 @@ Fields parse_info(std::string_view text);
 std::vector<ReplicaState> replicas_of(const Fields& info);
 
 // Asks the server on `connection` what doctor judges: round trips, INFO,
-// CONFIG, version, role, whether scripts run, its clock. A refused command
-// leaves its fields empty and says why; only a failed connection throws.
-ServerFacts examine_server(redis::Connection& connection);
+// CONFIG, version, role, whether scripts run, its clock, and with replicas
+// how long a WAIT takes for a PUBLISH on `probe_channel` (one under the
+// lock prefix, which an ACL for rlock's keys and channels allows). A refused
+// command leaves its fields empty and says why; only a failed connection
+// throws.
+ServerFacts examine_server(redis::Connection& connection,
+                           const std::string& probe_channel);
 
 // Asks the cluster master on `connection` for its replicas (INFO
 // replication), CLUSTER INFO and cluster-node-timeout; the slots are the
