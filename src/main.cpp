@@ -69,17 +69,18 @@ main(int argc, char** argv) {
   std::signal(SIGCHLD, SIG_DFL);
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
-    const rlock::cli::Environment environment{env("RLOCK_URL"),
-                                              env("REDIS_URL"),
-                                              env("RLOCK_PREFIX"),
-                                              env("RLOCK_TOKEN"),
-                                              env("RLOCK_PASSWORD"),
-                                              env("REDISCLI_AUTH"),
-                                              env("RLOCK_NAME"),
-                                              env("RLOCK_RESTART_GRACE"),
-                                              env("RLOCK_SENTINEL_PASSWORD"),
-                                              env("RLOCK_REPLICAS"),
-                                              env("SHELL")};
+    const rlock::cli::Environment environment{
+        .rlock_url = env("RLOCK_URL"),
+        .redis_url = env("REDIS_URL"),
+        .rlock_prefix = env("RLOCK_PREFIX"),
+        .rlock_token = env("RLOCK_TOKEN"),
+        .rlock_password = env("RLOCK_PASSWORD"),
+        .rediscli_auth = env("REDISCLI_AUTH"),
+        .rlock_name = env("RLOCK_NAME"),
+        .restart_grace = env("RLOCK_RESTART_GRACE"),
+        .sentinel_password = env("RLOCK_SENTINEL_PASSWORD"),
+        .replicas = env("RLOCK_REPLICAS"),
+        .shell = env("SHELL")};
     const int code = close_stdout(rlock::cli::run_command(
         rlock::cli::parse_command_line(args, environment)));
     if (const int signal = rlock::proc::pending_end_signal()) {
