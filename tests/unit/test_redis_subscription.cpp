@@ -1,3 +1,4 @@
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/util/error.hpp>
 
@@ -43,4 +44,43 @@ TEST_CASE("is_message: a message pushed on a channel") {
   status.elements[0].type = Reply::Type::status;
   CHECK_FALSE(redis::is_message(status));
   CHECK_FALSE(redis::is_message(Reply{}));
+}
+
+TEST_CASE("popped_by: a wake-up popped, none, or why the wait ended") {
+  Reply popped;
+  popped.type = Reply::Type::array;
+  popped.elements = {bulk("rlock:{x}:wake"), bulk("free")};
+  CHECK(redis::popped_by(popped, "a:1") == 1);
+  Reply timed_out;
+  timed_out.type = Reply::Type::nil;
+  CHECK(redis::popped_by(timed_out, "a:1") == 0);
+  const auto failure_of = [](std::string error) {
+    Reply reply;
+    reply.type = Reply::Type::error;
+    reply.text = std::move(error);
+    try {
+      redis::popped_by(reply, "a:1");
+    } catch (const redis::Failure& failure) {
+      return failure;
+    }
+    FAIL("no failure");
+    return redis::Failure(redis::FailureKind::closed, "");
+  };
+  // The server hands the wait to another: watched again (may pass).
+  for (const auto* error : {"MOVED 3999 127.0.0.1:7001",
+                            "ASK 3999 127.0.0.1:7001",
+                            "UNBLOCKED force unblock from blocking operation",
+                            "READONLY You can't write against a replica."}) {
+    const auto failure = failure_of(error);
+    INFO(error);
+    CHECK(failure.failure_kind() == redis::FailureKind::closed);
+    CHECK(redis::may_pass(failure));
+    CHECK(std::string(failure.what())
+          == std::string("the wait on a:1 was ended: ") + error);
+  }
+  // Any other refusal lasts: the wait ends with it.
+  const auto refused = failure_of("NOPERM this user has no permissions");
+  CHECK_FALSE(redis::may_pass(refused));
+  CHECK(std::string(refused.what())
+        == "cannot wait on a:1: NOPERM this user has no permissions");
 }

@@ -29,6 +29,18 @@ socket_readable(int fd) {
   return ::poll(&entry, 1, 0) > 0;
 }
 
+// Calls `each` with every reply that has arrived on `connection`, without
+// blocking.
+template <typename Each>
+void
+each_arrived_reply(Connection& connection, Each&& each) {
+  bool read_socket = socket_readable(connection.fd());
+  while (auto reply = connection.take_arrived_reply(read_socket)) {
+    read_socket = false;
+    each(*reply);
+  }
+}
+
 } // namespace
 
 Subscription::Subscription(Connection connection)
@@ -57,11 +69,9 @@ Subscription::fd() const {
 int
 Subscription::take_messages() {
   int messages = 0;
-  bool read_socket = socket_readable(m_connection.fd());
-  while (auto reply = m_connection.take_arrived_reply(read_socket)) {
-    read_socket = false;
-    messages += is_message(*reply) ? 1 : 0;
-  }
+  each_arrived_reply(m_connection, [&](const Reply& reply) {
+    messages += is_message(reply) ? 1 : 0;
+  });
   return messages;
 }
 
@@ -97,20 +107,10 @@ WakeList::fd() const {
 int
 WakeList::take() {
   int popped = 0;
-  bool read_socket = socket_readable(m_connection.fd());
-  while (auto reply = m_connection.take_arrived_reply(read_socket)) {
-    read_socket = false;
-    if (reply->is_error() && ends_wait(reply->text)) {
-      // The server ended the wait (the slot moved, the master turned
-      // replica): the lists are to be watched again where they are now.
-      throw Failure(FailureKind::closed,
-                    "the wait on " + m_connection.address()
-                        + " was ended: " + reply->text);
-    }
-    throw_if_error(*reply, "cannot wait on " + m_connection.address());
+  each_arrived_reply(m_connection, [&](const Reply& reply) {
+    popped += popped_by(reply, m_connection.address());
     m_listening = false;
-    popped += reply->is_nil() ? 0 : 1;
-  }
+  });
   return popped;
 }
 
@@ -121,6 +121,16 @@ check_subscribed(const Reply& reply, const std::string& address) {
     throw Failure(FailureKind::unexpected_reply,
                   "unexpected reply to SUBSCRIBE from " + address);
   }
+}
+
+int
+popped_by(const Reply& reply, const std::string& address) {
+  if (reply.is_error() && ends_wait(reply.text)) {
+    throw Failure(FailureKind::closed,
+                  "the wait on " + address + " was ended: " + reply.text);
+  }
+  throw_if_error(reply, "cannot wait on " + address);
+  return reply.is_nil() ? 0 : 1;
 }
 
 bool
