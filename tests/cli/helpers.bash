@@ -39,6 +39,30 @@ holders_key() { printf '%s:holders' "$(lock_key "$@")"; }
 released_channel() { printf '%s:released' "$(lock_key "$@")"; }
 wake_list() { printf '%s:wake' "$(lock_key "$@")"; }
 
+# run_loads DIR RUNS KIND...: a load test's processes: one loop per KIND in
+# the background, each calling `load_run DIR KIND` (the test file defines
+# it) RUNS times; a run that fails is noted in DIR/bad. Waits for every loop,
+# then fails, with DIR/bad's lines counted on stderr, if any run failed.
+run_loads() {
+  local dir=$1 runs=$2 kind pids=() pid
+  shift 2
+  for kind; do
+    (
+      for _ in $(seq "$runs"); do
+        load_run "$dir" "$kind" || echo "a run exited $?" >>"$dir/bad"
+      done
+    ) 3>&- &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid"
+  done
+  if [[ -s $dir/bad ]]; then
+    sort "$dir/bad" | uniq -c >&2
+    return 1
+  fi
+}
+
 # blocked_waiters N: true when N connections block waiting for a wake-up.
 blocked_waiters() {
   [[ $(redis_cli client list | grep -c 'cmd=blpop') == "$1" ]]

@@ -39,31 +39,20 @@ echo run >>"$d/runs"
 EOF
 }
 
+# load_run DIR KIND: one run of the load test (run_loads).
+load_run() {
+  rl --limit 3 -t 5s sem sh -c "$(counting_child)" sh "$1"
+}
+
 @test "--limit 3: 8 processes x 25 runs, never more than 3 at once, slots distinct, every run done" {
   command -v flock >/dev/null || skip "flock(1) not installed"
-  local d=$BATS_TEST_TMPDIR/load child pids=() p
+  local d=$BATS_TEST_TMPDIR/load
   mkdir "$d"
   echo 0 >"$d/count"
   echo 0 >"$d/max"
   : >"$d/slots"
   : >"$d/runs"
-  child=$(counting_child)
-  for p in 1 2 3 4 5 6 7 8; do
-    (
-      for _ in $(seq 25); do
-        rl --limit 3 -t 5s sem sh -c "$child" sh "$d" ||
-          echo "a run exited $?" >>"$d/bad"
-      done
-    ) 3>&- &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do
-    wait "$p"
-  done
-  if [[ -s $d/bad ]]; then
-    cat "$d/bad" >&2
-    return 1
-  fi
+  run_loads "$d" 25 1 2 3 4 5 6 7 8
   [[ $(wc -l <"$d/runs") == 200 ]]
   # Contended: more than one held at once (a limit of 1 would pass above).
   echo "at most $(cat "$d/max") at once" >&2
