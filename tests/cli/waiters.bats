@@ -152,6 +152,27 @@ lock_scripts_run() {
   grep -q second-ran "$BG_OUT"
 }
 
+@test "a waiter the holder's command left in its group is gone before the release" {
+  # The nested waiter blocks first, so the server would hand it the wake-up
+  # if its connection were still open when the release came.
+  local i
+  for i in 1 2 3 4 5; do
+    rm -f go
+    bg "$RLOCK" grp sh -c "\"$RLOCK\" grp true & until [ -e go ]; do sleep 0.01; done"
+    local holder=$BG_PID
+    wait_until 10 blocked_waiters 1
+    bg "$RLOCK" grp echo "next-ran-$i"
+    local next=$BG_PID
+    wait_until 10 blocked_waiters 2
+    touch go
+    reaped 0 "$holder" 10
+    # Woken by the release, not by its safety net (5-10 s behind a 30 s
+    # lease).
+    reaped 0 "$next" 2
+    grep -q "next-ran-$i" "$BG_OUT"
+  done
+}
+
 @test "a waiter whose winning acquire lost its reply, then interrupted, leaves no lock" {
   start_proxy
   bg "$RLOCK" lr sh -c 'until [ -e go ]; do sleep 0.05; done'

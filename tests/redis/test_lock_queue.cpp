@@ -136,6 +136,23 @@ TEST_CASE("a release wakes the queue's head, or one waiter outside it") {
   CHECK(wakeups_within(first, 100ms) == 0);
 }
 
+TEST_CASE("a queued waiter that gets in or leaves takes its wake-up list") {
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("q", "queue-test:");
+  REQUIRE(fair_attempt(c, keys, "holder").acquired);
+  fair_attempt(c, keys, "head");
+  fair_attempt(c, keys, "quitter");
+  REQUIRE(lock::release(c, keys, "holder"));
+  REQUIRE(c.command({"LLEN", keys.wake_list("head")}).integer == 1);
+  // In without taking it (its timer woke it first): the list goes.
+  REQUIRE(fair_attempt(c, keys, "head").acquired);
+  CHECK(c.command({"EXISTS", keys.wake_list("head")}).integer == 0);
+  REQUIRE(lock::release(c, keys, "head"));
+  REQUIRE(c.command({"LLEN", keys.wake_list("quitter")}).integer == 1);
+  lock::leave_queue(c, keys, "quitter");
+  CHECK(c.command({"EXISTS", keys.wake_list("quitter")}).integer == 0);
+}
+
 TEST_CASE("a lock nobody waited for wakes nobody and leaves no list") {
   auto c = redis::Connection::open(test_endpoint(), {});
   const auto keys = fresh_keys("q", "queue-test:");

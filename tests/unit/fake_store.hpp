@@ -86,6 +86,7 @@ public:
   lock::AcquireAttempt
   acquire(const lock::LockRequest&, const lock::WaiterEntry& entry) override {
     calls.push_back("acquire");
+    waited.push_back(entry.waited);
     last_queue_ttl = entry.queue_ttl;
     last_place_ttl = entry.place_ttl;
     return next_answer();
@@ -211,6 +212,8 @@ public:
 
   int watch_fails = 0;
   int connect_fails = 0;
+  // Each acquire's WaiterEntry::waited, in order.
+  std::vector<bool> waited;
   Duration last_queue_ttl{};
   Duration last_place_ttl{};
   std::function<void()> throw_failure;

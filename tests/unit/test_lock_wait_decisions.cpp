@@ -379,6 +379,50 @@ TEST_CASE("a waiter listens after each look, so the winner listens no more") {
                                     "acquire"});
 }
 
+TEST_CASE("an attempt after a sleep says it waited; the first two do not") {
+  Fixture f;
+  f.store.acquire_answers = {answer(busy(-1)), answer(busy(-1)), answer(won())};
+  f.store.remaining = [] { return std::int64_t{-1}; };
+  f.clock.during_sleep = [&](std::size_t) {
+    ++f.store.pending_wakeups;
+    return 0;
+  };
+  f.wait({});
+  CHECK(f.store.waited == std::vector<bool>{false, false, true});
+}
+
+TEST_CASE("a semaphore's waiter leaves the line before a look of its own") {
+  Fixture f;
+  f.store.acquire_answers = {
+      answer(busy(100)), answer(busy(100)), answer(busy(100)), answer(won())};
+  auto request = k_request;
+  request.limit = 3;
+  lock::wait_for_lock(f.store, request, {}, f.hooks);
+  // The lease's end, not a wake-up: the wait for a wake-up is dropped
+  // before the attempt (watched again after it), so that the wake-up its
+  // own acquire passes on cannot come back to it.
+  CHECK(f.store.calls
+        == std::vector<std::string>{"acquire",
+                                    "watch",
+                                    "acquire",
+                                    "listen",
+                                    "watch",
+                                    "acquire",
+                                    "listen",
+                                    "watch",
+                                    "acquire"});
+  // A wake-up keeps the watch: the waiter that got it is out of line.
+  Fixture woken;
+  woken.store.acquire_answers = {
+      answer(busy(-1)), answer(busy(-1)), answer(busy(-1)), answer(won())};
+  woken.clock.during_sleep = [&](std::size_t) {
+    ++woken.store.pending_wakeups;
+    return 0;
+  };
+  lock::wait_for_lock(woken.store, request, {}, woken.hooks);
+  CHECK(woken.store.count("watch") == 1);
+}
+
 TEST_CASE("a wake-up source that breaks as it listens is made again") {
   Fixture f;
   f.store.acquire_answers = {answer(busy(-1)), answer(busy(-1)), answer(won())};

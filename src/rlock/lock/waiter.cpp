@@ -252,7 +252,15 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
   // A message, or a reason of our own to look again: the full attempt.
   // Only the safety net's timer: one PTTL says whether it is still held,
   // which is all a waiter needs to know to sleep on.
-  ask = take_wakeups() > 0 || !next->safety_net_only || !m_remaining;
+  const bool woken = take_wakeups() > 0;
+  ask = woken || !next->safety_net_only || !m_remaining;
+  if (ask && !woken && !m_remaining && m_wakeups) {
+    // A look of our own at a semaphore or a shared lock, while still in
+    // line for a wake-up: out of line first (the next round watches again),
+    // or the wake-up our own acquire passes on to the next waiter could
+    // come back to us.
+    m_wakeups.reset();
+  }
   if (!ask) {
     const auto pttl = m_remaining();
     // More left than the holder we know of could have: someone else holds

@@ -1,6 +1,7 @@
 #include <rlock/proc/child.hpp>
 #include <rlock/proc/exit_status.hpp>
 #include <rlock/proc/shell_status.hpp>
+#include <rlock/util/clock.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/text.hpp>
@@ -11,14 +12,37 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 extern char** environ;
 
 namespace rlock::proc {
 
 namespace {
+
+// How long finish() waits for what the group left running to die of its
+// SIGKILL: only a process stuck in the kernel takes longer.
+constexpr auto k_group_exit_bound = std::chrono::milliseconds(100);
+
+// Reaps the members of `group` that are our children (the leader's orphans
+// come to us as subreaper) until none is left, or `bound` has passed.
+void
+reap_group(pid_t group, Duration bound) {
+  const auto end = boot_now() + bound;
+  while (true) {
+    const pid_t reaped = waitpid(-group, nullptr, WNOHANG);
+    if (reaped > 0 || (reaped < 0 && errno == EINTR)) {
+      continue;
+    }
+    if (reaped < 0 || boot_now() >= end) {
+      return; // ECHILD: none left
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 // True when we are the terminal's foreground job, so the child should be.
 bool
@@ -251,6 +275,10 @@ Child::finish() {
   pid_t reaped = 0;
   while ((reaped = waitpid(m_pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  // Their exit closes what they held: a waiter for this very lock among
+  // them must be gone before the release, or the server may hand it the
+  // release's one wake-up.
+  reap_group(m_pid, k_group_exit_bound);
   if (m_has_terminal && tcgetpgrp(STDIN_FILENO) == m_pid) {
     tcsetpgrp(STDIN_FILENO, getpgrp());
   }

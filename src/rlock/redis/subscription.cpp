@@ -99,6 +99,15 @@ WakeList::listen() {
   m_listening = true;
 }
 
+std::string
+WakeList::where() const {
+  std::string lists;
+  for (const auto& list : m_lists) {
+    lists += (lists.empty() ? "" : ", ") + list;
+  }
+  return lists + " at " + m_connection.address();
+}
+
 int
 WakeList::fd() const {
   return m_connection.fd();
@@ -108,7 +117,7 @@ int
 WakeList::take() {
   int popped = 0;
   each_arrived_reply(m_connection, [&](const Reply& reply) {
-    popped += popped_by(reply, m_connection.address());
+    popped += popped_by(reply, where());
     m_listening = false;
   });
   return popped;

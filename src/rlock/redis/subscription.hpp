@@ -57,6 +57,8 @@ public:
 
 private:
   WakeList(Connection connection, std::vector<std::string> lists);
+  // "list, list at host:port", for messages.
+  std::string where() const;
 
   Connection m_connection;
   std::vector<std::string> m_lists;
@@ -67,7 +69,7 @@ private:
 // confirms a SUBSCRIBE.
 void check_subscribed(const Reply& reply, const std::string& address);
 
-// Returns 1 when `reply`, to a BLPOP on the server at `address`, is an
+// Returns 1 when `reply`, to a BLPOP on what `address` names, is an
 // element popped, 0 when it is nil (a timeout). Throws Failure (closed) when
 // the server ended the wait for another server to serve it (MOVED, ASK,
 // UNBLOCKED: a master turned replica, READONLY), and Failure with the

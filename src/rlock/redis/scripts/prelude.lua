@@ -28,9 +28,12 @@ local function store_fence(fence)
     'PX', string.format('%d', keep_ms))
 end
 
--- Removes a waiter from the queue.
+-- Removes a waiter from the queue, and a wake-up it did not take (its own
+-- list, "<prefix>{NAME}:wake:<token>", which only a queued waiter gets).
 local function leave_queue(token)
-  redis.call('ZREM', KEYS[3], token)
+  if redis.call('ZREM', KEYS[3], token) == 1 then
+    redis.pcall('DEL', KEYS[1] .. ':wake:' .. token)
+  end
   redis.call('ZREM', KEYS[4], token)
 end
 
