@@ -49,7 +49,6 @@ acquire_call(const LockKeys& keys,
            holder.command,
            ms_or_zero(entry.queue_ttl),
            std::to_string(limit),
-           keys.wake_prefix,
            ms_or_zero(entry.place_ttl),
            parent_token,
            entry.waited ? "1" : "0"},
@@ -74,7 +73,7 @@ ScriptCall
 release_call(const LockKeys& keys, const std::string& token, bool wake) {
   return {&redis::k_release_script,
           keys.script_keys(),
-          {token, keys.wake_prefix, wake ? "wake" : "quiet"},
+          {token, wake ? "wake" : "quiet"},
           "cannot release lock " + quote(keys.name)};
 }
 
@@ -90,7 +89,7 @@ ScriptCall
 force_release_call(const LockKeys& keys) {
   return {&redis::k_force_release_script,
           keys.script_keys(),
-          {keys.wake_prefix},
+          {},
           "cannot break lock " + quote(keys.name)};
 }
 
@@ -106,7 +105,7 @@ ScriptCall
 leave_queue_call(const LockKeys& keys, const std::string& token) {
   return {&redis::k_leave_script,
           keys.script_keys(),
-          {token, keys.wake_prefix},
+          {token},
           "cannot leave the queue of " + quote(keys.name)};
 }
 

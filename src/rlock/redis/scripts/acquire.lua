@@ -6,21 +6,19 @@
 -- ARGV[7]  queue entry lifetime in ms; 0 to wait outside the queue
 -- ARGV[8]  the limit: N for one of N holders of a semaphore, -1 (k_shared)
 --          for a shared holder, 0 (or none) for a plain lock
--- ARGV[9]  the wake-up lists' prefix, to wake the next waiter while a
---          semaphore has permits left or a shared holder got in
--- ARGV[10] a waiter's place in the queue outside --fair, in ms: when it
+-- ARGV[9]  a waiter's place in the queue outside --fair, in ms: when it
 --          finds a queue, has a place already, or asks for a plain hold
 --          where shared holders hold (writers first), it joins the queue
 --          (or refreshes its place there) for that long, as ARGV[7] does,
 --          so that later comers do not pass it and a release wakes it in
 --          its turn; 0 (or none) for no place
--- ARGV[11] the token of the run this one is nested in, or empty: when that
+-- ARGV[10] the token of the run this one is nested in, or empty: when that
 --          run holds the lock, a shared request beside its shared hold
 --          gets in whoever waits (the parent would otherwise wait for a
 --          writer that waits for the parent), and a request its hold
 --          excludes takes no place in the queue (it may be waiting for its
 --          own parent, and a place would hold everyone else back)
--- ARGV[12] '1' when the request follows a wait: other waiters may wait
+-- ARGV[11] '1' when the request follows a wait: other waiters may wait
 --          still, so the lock is marked (see waiters_outside() in
 --          prelude.lua) and its release wakes one
 -- Returns {1, fence} when acquired ({1, fence, slot} for a semaphore: the
@@ -55,9 +53,9 @@ end
 local token = ARGV[1]
 local limit = tonumber(ARGV[8]) or 0
 local shared = limit == k_shared
-local place_ttl = tonumber(ARGV[10]) or 0
-local parent = ARGV[11] or ''
-local waited = ARGV[12] == '1'
+local place_ttl = tonumber(ARGV[9]) or 0
+local parent = ARGV[10] or ''
+local waited = ARGV[11] == '1'
 -- A semaphore all of whose leases ended is free; its keys go once this
 -- script has written (see live_head()).
 local held_limit = limit_of_lock()
@@ -170,9 +168,9 @@ if limit ~= 0 and not held and (head == nil or head == token or nested) then
   if shared or holders + 1 < limit then
     local next_head = live_head()
     if next_head then
-      wake(ARGV[9] .. 'wake:' .. next_head)
+      wake(wake_prefix .. 'wake:' .. next_head)
     elseif waiters_outside() then
-      wake(ARGV[9] .. 'wake')
+      wake(wake_prefix .. 'wake')
     end
   end
   if shared then

@@ -1,6 +1,5 @@
 -- Deletes the lock whoever holds it (release --force) and wakes the next
 -- waiter.
--- ARGV[1]  the wake-up prefix, "<prefix>{NAME}:"
 -- Returns {} when the lock was free, else {user@host:pid, command, token,
 -- how many held it, 1 when they held it shared else 0} of the holder whose
 -- lock was broken. A semaphore or a shared lock loses every holder (the one
@@ -20,6 +19,6 @@ local outside = waiters_outside()
 if redis.call('DEL', KEYS[1]) == 0 then
   return {}
 end
-wake_next(ARGV[1], outside)
+wake_next(outside)
 local who = (holder[1] or '?') .. '@' .. (holder[2] or '?') .. ':' .. (holder[3] or '?')
 return {who, holder[4] or '', holder[5] or '', count, shared}

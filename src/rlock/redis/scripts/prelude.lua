@@ -16,6 +16,10 @@ local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 
+-- The start of the wake-up lists' and the release channel's names,
+-- "<prefix>{NAME}:".
+local wake_prefix = KEYS[1] .. ':'
+
 -- How long the fence key outlives the moment the server's clock passes the
 -- fence it holds.
 local fence_keep_ms = 1000
@@ -32,7 +36,7 @@ end
 -- list, "<prefix>{NAME}:wake:<token>", which only a queued waiter gets).
 local function leave_queue(token)
   if redis.call('ZREM', KEYS[3], token) == 1 then
-    redis.pcall('DEL', KEYS[1] .. ':wake:' .. token)
+    redis.pcall('DEL', wake_prefix .. 'wake:' .. token)
   end
   redis.call('ZREM', KEYS[4], token)
 end
@@ -99,17 +103,16 @@ end
 -- Wakes whoever may take the free lock now: the queue's head, or, when the
 -- queue is empty and `outside` (see waiters_outside(), read before the
 -- lock's hash went), one of the waiters outside it (no thundering herd);
--- and tells `rlock wait` on the release channel. key_prefix is
--- "<prefix>{NAME}:".
-local function wake_next(key_prefix, outside)
+-- and tells `rlock wait` on the release channel.
+local function wake_next(outside)
   local head, _, dead = live_head()
   forget(dead)
   if head then
-    wake(key_prefix .. 'wake:' .. head)
+    wake(wake_prefix .. 'wake:' .. head)
   elseif outside then
-    wake(key_prefix .. 'wake')
+    wake(wake_prefix .. 'wake')
   end
-  redis.call('PUBLISH', key_prefix .. 'released', 'free')
+  redis.call('PUBLISH', wake_prefix .. 'released', 'free')
 end
 
 -- Semaphores: a lock with a limit of N holders. KEYS[1] then holds 'limit'

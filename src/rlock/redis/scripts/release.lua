@@ -1,7 +1,7 @@
 -- Deletes the lock, only for the holder of the token (compare-and-delete),
 -- and wakes the next waiter.
--- ARGV[1]  the holder's token        ARGV[2]  the wake-up prefix, "<prefix>{NAME}:"
--- ARGV[3]  'quiet' to wake nobody: the undo of an acquire that a quorum of
+-- ARGV[1]  the holder's token
+-- ARGV[2]  'quiet' to wake nobody: the undo of an acquire that a quorum of
 --          servers did not grant (the lock was never held, and waking the
 --          waiters would only have them race for it again)
 -- Returns 1 when released, 0 when the lock is not held by this token.
@@ -12,8 +12,8 @@ if limit_of_lock() then
   end
   local outside = waiters_outside()
   drop_holders({ARGV[1]})
-  if ARGV[3] ~= 'quiet' then
-    wake_next(ARGV[2], outside)
+  if ARGV[2] ~= 'quiet' then
+    wake_next(outside)
   end
   return 1
 end
@@ -22,7 +22,7 @@ if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then
 end
 local outside = waiters_outside()
 redis.call('DEL', KEYS[1])
-if ARGV[3] ~= 'quiet' then
-  wake_next(ARGV[2], outside)
+if ARGV[2] ~= 'quiet' then
+  wake_next(outside)
 end
 return 1
