@@ -120,7 +120,8 @@ public:
 
   // Starts watching for the wake-ups of a waiter for lock `name` with
   // `token`: a release wakes one waiter (the queue's head, or one outside
-  // the queue), and a wake-up sent before the first listen() is kept for it.
+  // the queue); a wake-up sent while no waiter listens is kept for the
+  // next that does.
   virtual std::unique_ptr<Wakeups> watch(std::string_view name,
                                          const std::string& token) = 0;
 

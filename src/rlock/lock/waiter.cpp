@@ -136,6 +136,7 @@ private:
   void subscribe();
   bool listen();
   int take_wakeups();
+  void drop_broken_source(const redis::Failure& failure);
   void give_up();
 
   std::function<AcquireAttempt(bool waited)> m_attempt;
@@ -315,38 +316,39 @@ Waiter::recover(const redis::Failure& error, WaitOutcome& outcome) {
 }
 
 // Empties the wake-ups and returns how many there were. A source that broke
-// in a way that may pass is dropped and counts as a wake-up, since one may
-// have been lost meanwhile; the next round watches again, where a failure is
-// recovered from like any other.
+// counts as a wake-up, since one may have been lost meanwhile.
 int
 Waiter::take_wakeups() {
   try {
     return m_wakeups->take();
   } catch (const redis::Failure& e) {
-    if (!redis::may_pass(e)) {
-      throw;
-    }
-    log::info(std::string(e.what()) + "; watching again");
-    m_wakeups.reset();
+    drop_broken_source(e);
     return 1; // a wake-up may have been lost: look
   }
 }
 
-// Listens for the next wake-up before a sleep; false when the source broke
-// (dropped, as by take_wakeups(): the next round watches again and looks).
+// Listens for the next wake-up before a sleep; false when the source broke.
 bool
 Waiter::listen() {
   try {
     m_wakeups->listen();
     return true;
   } catch (const redis::Failure& e) {
-    if (!redis::may_pass(e)) {
-      throw;
-    }
-    log::info(std::string(e.what()) + "; watching again");
-    m_wakeups.reset();
+    drop_broken_source(e);
     return false;
   }
+}
+
+// Drops a wake-up source that broke in a way that may pass: the next round
+// watches again, where a failure is recovered from like any other. Any
+// other failure ends the wait.
+void
+Waiter::drop_broken_source(const redis::Failure& failure) {
+  if (!redis::may_pass(failure)) {
+    throw failure;
+  }
+  log::info(std::string(failure.what()) + "; watching again");
+  m_wakeups.reset();
 }
 
 void

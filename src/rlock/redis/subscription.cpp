@@ -133,12 +133,12 @@ check_subscribed(const Reply& reply, const std::string& address) {
 }
 
 int
-popped_by(const Reply& reply, const std::string& address) {
+popped_by(const Reply& reply, const std::string& where) {
   if (reply.is_error() && ends_wait(reply.text)) {
     throw Failure(FailureKind::closed,
-                  "the wait on " + address + " was ended: " + reply.text);
+                  "the wait on " + where + " was ended: " + reply.text);
   }
-  throw_if_error(reply, "cannot wait on " + address);
+  throw_if_error(reply, "cannot wait on " + where);
   return reply.is_nil() ? 0 : 1;
 }
 

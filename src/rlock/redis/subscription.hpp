@@ -69,12 +69,12 @@ private:
 // confirms a SUBSCRIBE.
 void check_subscribed(const Reply& reply, const std::string& address);
 
-// Returns 1 when `reply`, to a BLPOP on what `address` names, is an
+// Returns 1 when `reply`, to a BLPOP on what `where` names, is an
 // element popped, 0 when it is nil (a timeout). Throws Failure (closed) when
 // the server ended the wait for another server to serve it (MOVED, ASK,
 // UNBLOCKED: a master turned replica, READONLY), and Failure with the
 // server's error for any other error reply (NOPERM...).
-int popped_by(const Reply& reply, const std::string& address);
+int popped_by(const Reply& reply, const std::string& where);
 
 // Returns true when `reply` is a message published on a channel.
 bool is_message(const Reply& reply);
