@@ -224,6 +224,80 @@ hold_on_every_master() {
   [[ $(cut -d' ' -f1 <<<"$output" | sort) == "$(printf '%s\n' "${HELD_NAMES[@]}" | sort)" ]]
 }
 
+# The review's reproduction (topology review G2): the keys of a NAME with a
+# brace differ between one server's layout and the Cluster's, and the slot
+# owner of the first answers no MOVED. A plain URL to that node must use
+# the Cluster's keys from the first step on, for every command.
+@test "a{b} through a plain redis:// URL to the node that owns its one-server keys: the same lock as the cluster URL for run, acquire, check, extend, wait, status and release" {
+  local name='a{b}' plain key token done_file=$BATS_TEST_TMPDIR/done
+  key=$'rlock:{a\x7f(b\x7f)}'
+  # The node where rlock:{a{b}}... hash (tag "a{b"): it answers them
+  # without a MOVED.
+  plain="redis://127.0.0.1:$(cluster_node_for_key "$CLUSTER_DIR" "$(lock_key "$name")")"
+  echo "plain URL $plain; the lock's master $(cluster_node_for_key "$CLUSTER_DIR" "$key")"
+  bg "$RLOCK" --url "$plain" -t 10s "$name" sh -c '
+    printf "%s\n" "$RLOCK_KEY" >"$1.tmp" && mv "$1.tmp" "$1"
+    i=0
+    while [ ! -e "$2" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' \
+    _ "$BATS_TEST_TMPDIR/key" "$done_file"
+  wait_until 10 file_has "$BATS_TEST_TMPDIR/key"
+  run -75 rl --url "$RLOCK_CLUSTER_URL" -n "$name" touch ran
+  [[ ! -e ran ]]
+  run -0 rl status --url "$plain" --json "$name"
+  echo "$output" >status.json
+  [[ $(json_get status.json '[0,"held"]') == true ]]
+  [[ $(<"$BATS_TEST_TMPDIR/key") == "$key" ]]
+  touch "$done_file"
+  reaped 0 "$BG_PID" 10
+  # Taken through the cluster URL; every other command through the plain
+  # URL.
+  run -0 rl acquire --url "$RLOCK_CLUSTER_URL" --env -t 10s "$name"
+  eval "$output"
+  [[ $RLOCK_KEY == "$key" ]]
+  run -0 rl check --url "$plain" "$name"
+  run -0 rl extend --url "$plain" -t 20s "$name"
+  run -75 rl wait --url "$plain" -w 1s "$name"
+  run -75 rl acquire --url "$plain" -n "$name"
+  run -0 rl status --url "$plain" "$name"
+  run -0 rl release --url "$plain" "$name"
+  run -1 rl check --url "$RLOCK_CLUSTER_URL" "$name"
+  # And the other way round.
+  unset RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+  run -0 rl acquire --url "$plain" -t 10s "$name"
+  token=$output
+  run -75 rl acquire --url "$RLOCK_CLUSTER_URL" -n "$name"
+  run -0 rl release --url "$RLOCK_CLUSTER_URL" --token "$token" "$name"
+}
+
+@test "--prefix or RLOCK_PREFIX holding a brace with a plain URL to a cluster node: 64 with one line naming the prefix and the node, for every command" {
+  local plain prefix
+  plain="redis://127.0.0.1:${CLUSTER_MASTER_PORTS%% *}"
+  for prefix in 'a{' 'b}' '{x}:'; do
+    run -64 --separate-stderr rl --url "$plain" --prefix "$prefix" braces touch ran
+    echo "$prefix: $stderr"
+    [[ -z $output ]]
+    ((${#stderr_lines[@]} == 1))
+    [[ $stderr == *"prefix '$prefix'"*"127.0.0.1:${CLUSTER_MASTER_PORTS%% *}"* ]]
+    run -64 --separate-stderr rl status --url "$plain" --prefix "$prefix"
+    ((${#stderr_lines[@]} == 1))
+    [[ $stderr == *"prefix '$prefix'"* ]]
+    run -64 --separate-stderr rl acquire --url "$plain" --prefix "$prefix" braces
+    [[ $stderr == *"prefix '$prefix'"* ]]
+    run -64 --separate-stderr rl wait --url "$plain" --prefix "$prefix" -w 1s braces
+    [[ $stderr == *"prefix '$prefix'"* ]]
+    run -64 --separate-stderr env RLOCK_PREFIX="$prefix" "$RLOCK" --url "$plain" braces touch ran
+    ((${#stderr_lines[@]} == 1))
+    [[ $stderr == *"prefix '$prefix'"* ]]
+  done
+  [[ ! -e ran ]]
+  # One server takes such a prefix, and NAMEs with braces.
+  own_redis
+  run -0 rl --url "redis://127.0.0.1:$REDIS_PORT" --prefix 'a{' 'x{y}' sh -c \
+    'echo "$RLOCK_KEY"; redis-cli -p "$1" exists "$RLOCK_KEY"' _ "$REDIS_PORT"
+  [[ $output == $'a{{x{y}}\n1' ]]
+  redis_stop "$BATS_TEST_TMPDIR/r"
+}
+
 @test "cluster URLs: /0 is accepted, another DB is 64; seeds that do not answer and a node without cluster mode are 69, each named" {
   local seed=${CLUSTER_MASTER_PORTS%% *} p1 p2
   run -0 rl --url "redis+cluster://127.0.0.1:$seed/0" db0 true

@@ -1,3 +1,4 @@
+#include <rlock/lock/discovering_store.hpp>
 #include <rlock/lock/keys.hpp>
 #include <rlock/redis/cluster.hpp>
 
@@ -6,6 +7,7 @@
 #include "replies.hpp"
 #include <set>
 
+using rlock::lock::cluster_mode_of;
 using rlock::redis::cluster_safe_tag;
 using rlock::redis::format_slot_spans;
 using rlock::redis::HostPort;
@@ -335,6 +337,34 @@ TEST_CASE("SlotMap::uncovered names the slots no range covers", "[cluster]") {
   SlotMap odd;
   odd.ranges = {{0, 200, {"a", 1}, {}}, {100, 150, {"b", 2}, {}}};
   CHECK(odd.uncovered() == std::vector<SlotSpan>{{201, 16383}});
+}
+
+TEST_CASE("cluster_mode_of: INFO's cluster_enabled, else CLUSTER INFO",
+          "[cluster]") {
+  const auto info = [](const std::string& fields) {
+    return bulk("# Cluster\r\n" + fields);
+  };
+  const auto cluster_info = bulk("cluster_state:ok\r\ncluster_slots_assigned:"
+                                 "16384\r\n");
+  const auto disabled = error("ERR This instance has cluster support disabled");
+  const auto noperm =
+      error("NOPERM this user has no permissions to run the 'info' command");
+  CHECK(cluster_mode_of(info("cluster_enabled:1\r\n"), cluster_info) == true);
+  CHECK(cluster_mode_of(info("cluster_enabled:0\r\n"), disabled) == false);
+  CHECK(cluster_mode_of(bulk("cluster_enabled:1"), cluster_info) == true);
+  // INFO refused (an ACL without @dangerous): CLUSTER INFO tells.
+  CHECK(cluster_mode_of(noperm, cluster_info) == true);
+  CHECK(cluster_mode_of(noperm, disabled) == false);
+  // INFO says it, whatever CLUSTER INFO answers.
+  CHECK(cluster_mode_of(info("cluster_enabled:0\r\n"), cluster_info) == false);
+  CHECK(cluster_mode_of(info("cluster_enabled:1\r\n"), noperm) == true);
+  // A field that only ends like it is not it.
+  CHECK(cluster_mode_of(info("xcluster_enabled:1\r\n"), disabled) == false);
+  // Neither tells.
+  CHECK_FALSE(cluster_mode_of(noperm, noperm));
+  CHECK_FALSE(
+      cluster_mode_of(info(""), error("ERR unknown command 'CLUSTER'")));
+  CHECK_FALSE(cluster_mode_of(nil(), nil()));
 }
 
 TEST_CASE("parse_redirect reads MOVED and ASK", "[cluster]") {

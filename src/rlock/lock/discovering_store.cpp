@@ -3,6 +3,7 @@
 #include <rlock/lock/redis_store.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/log.hpp>
+#include <rlock/util/text.hpp>
 
 namespace rlock::lock {
 
@@ -14,29 +15,88 @@ says_cluster(const redis::Failure& failure) {
          || failure.server_code() == "CROSSSLOT";
 }
 
+bool
+has_brace(std::string_view text) {
+  return text.find_first_of("{}") != std::string_view::npos;
+}
+
+// Asks the server of `single` whether it runs in cluster mode, on the
+// connection its next step uses: nothing when it will not say.
+std::optional<bool>
+ask_cluster_mode(RedisStore& single) {
+  try {
+    auto& c = single.session();
+    c.append({"INFO", "cluster"});
+    c.append({"CLUSTER", "INFO"});
+    const auto info = c.read_reply();
+    const auto cluster_info = c.read_reply();
+    return cluster_mode_of(info, cluster_info);
+  } catch (...) {
+    single.disconnect();
+    throw;
+  }
+}
+
 } // namespace
+
+std::optional<bool>
+cluster_mode_of(const redis::Reply& info, const redis::Reply& cluster_info) {
+  if (info.is_string()) {
+    // "...\r\ncluster_enabled:1\r\n..."; the field may open the text.
+    constexpr std::string_view field = "cluster_enabled:";
+    const std::string_view text = info.text;
+    for (auto at = text.find(field); at != std::string_view::npos;
+         at = text.find(field, at + 1)) {
+      const auto value = text.substr(at + field.size(), 1);
+      if ((at == 0 || text[at - 1] == '\n') && (value == "0" || value == "1")) {
+        return value == "1";
+      }
+    }
+  }
+  if (cluster_info.is_string()) {
+    return true;
+  }
+  if (cluster_info.is_error()
+      && cluster_info.text.find("cluster support disabled")
+             != std::string::npos) {
+    return false;
+  }
+  return std::nullopt;
+}
 
 DiscoveringStore::DiscoveringStore(Deployment deployment)
     : DiscoveringStore(
-        deployment, std::make_unique<RedisStore>(deployment), false) {
+        deployment, std::make_unique<RedisStore>(deployment), false, false) {
 }
 
 DiscoveringStore::DiscoveringStore(Deployment deployment,
                                    std::unique_ptr<LockStore> store,
-                                   bool cluster)
+                                   bool cluster,
+                                   bool looked)
     : m_deployment(std::move(deployment)), m_store(std::move(store)),
-      m_cluster(cluster), m_looked(cluster) {
+      m_cluster(cluster), m_looked(looked) {
 }
 
 std::unique_ptr<LockStore>
 DiscoveringStore::another() const {
-  return std::unique_ptr<LockStore>(
-      new DiscoveringStore(m_deployment, m_store->another(), m_cluster));
+  return std::unique_ptr<LockStore>(new DiscoveringStore(
+      m_deployment, m_store->another(), m_cluster, m_looked));
 }
 
+// A brace in the prefix would split a lock's keys over slots, or put every
+// lock in one: refused, as for a redis+cluster:// URL (cli/ checks that one
+// before connecting).
 void
 DiscoveringStore::switch_to_cluster() {
   const auto& endpoint = m_deployment.endpoint;
+  if (has_brace(m_deployment.prefix)) {
+    throw Error(ErrorKind::bad_input,
+                "key prefix " + quote(m_deployment.prefix)
+                    + ": must hold no brace with Redis Cluster ("
+                    + endpoint.address()
+                    + " is a cluster node; a brace would split a lock's "
+                      "keys over slots)");
+  }
   log::info(endpoint.address()
             + " is a Redis Cluster node: following its slot map");
   m_deployment.cluster = redis::ClusterSeeds{
@@ -47,9 +107,42 @@ DiscoveringStore::switch_to_cluster() {
   m_looked = true;
 }
 
+void
+DiscoveringStore::look_for_cluster(bool must_know) {
+  if (m_looked) {
+    return;
+  }
+  const auto cluster = ask_cluster_mode(static_cast<RedisStore&>(*m_store));
+  if (!cluster) {
+    if (must_know) {
+      throw Error(ErrorKind::unavailable,
+                  "cannot tell whether " + m_deployment.endpoint.address()
+                      + " is a Redis Cluster node (it refused INFO and "
+                        "CLUSTER INFO), and the keys of a lock whose name or "
+                        "prefix holds a brace depend on it: allow INFO or "
+                        "CLUSTER INFO");
+    }
+    return; // not known: asked again before a step that must know
+  }
+  if (*cluster) {
+    switch_to_cluster();
+  }
+  m_looked = true;
+}
+
+// Without a brace in the NAME and prefix, both layouts give the same keys,
+// and a MOVED says which one holds: no question asked.
+void
+DiscoveringStore::settle_layout(std::string_view name) {
+  if (!m_looked && (has_brace(name) || has_brace(m_deployment.prefix))) {
+    look_for_cluster(true);
+  }
+}
+
 template <typename Step>
 auto
-DiscoveringStore::on_store(Step&& step) {
+DiscoveringStore::on_store(std::string_view name, Step&& step) {
+  settle_layout(name);
   try {
     return step(*m_store);
   } catch (const redis::Failure& failure) {
@@ -61,17 +154,6 @@ DiscoveringStore::on_store(Step&& step) {
   return step(*m_store);
 }
 
-void
-DiscoveringStore::look_for_cluster() {
-  if (m_looked) {
-    return;
-  }
-  m_looked = true;
-  if (static_cast<RedisStore&>(*m_store).is_cluster_node()) {
-    switch_to_cluster();
-  }
-}
-
 std::string
 DiscoveringStore::key_of(std::string_view name) const {
   return m_store->key_of(name);
@@ -80,19 +162,20 @@ DiscoveringStore::key_of(std::string_view name) const {
 AcquireAttempt
 DiscoveringStore::acquire(const LockRequest& request,
                           const WaiterEntry& entry) {
-  return on_store(
-      [&](LockStore& store) { return store.acquire(request, entry); });
+  return on_store(request.name, [&](LockStore& store) {
+    return store.acquire(request, entry);
+  });
 }
 
 AcquireAttempt
 DiscoveringStore::peek(std::string_view name) {
-  return on_store([&](LockStore& store) { return store.peek(name); });
+  return on_store(name, [&](LockStore& store) { return store.peek(name); });
 }
 
 std::int64_t
 DiscoveringStore::lease_remaining_ms(std::string_view name) {
   return on_store(
-      [&](LockStore& store) { return store.lease_remaining_ms(name); });
+      name, [&](LockStore& store) { return store.lease_remaining_ms(name); });
 }
 
 Renewal
@@ -100,34 +183,41 @@ DiscoveringStore::renew(std::string_view name,
                         const std::string& token,
                         Duration ttl,
                         RenewMode mode) {
-  return on_store(
-      [&](LockStore& store) { return store.renew(name, token, ttl, mode); });
+  return on_store(name, [&](LockStore& store) {
+    return store.renew(name, token, ttl, mode);
+  });
 }
 
 bool
 DiscoveringStore::release(std::string_view name, const std::string& token) {
-  return on_store([&](LockStore& store) { return store.release(name, token); });
+  return on_store(name,
+                  [&](LockStore& store) { return store.release(name, token); });
 }
 
 void
 DiscoveringStore::release_quietly(std::string_view name,
                                   const std::string& token) noexcept {
-  m_store->release_quietly(name, token);
+  // Nothing was taken under a layout not known yet.
+  if (m_looked || !(has_brace(name) || has_brace(m_deployment.prefix))) {
+    m_store->release_quietly(name, token);
+  }
 }
 
 std::optional<Duration>
 DiscoveringStore::check(std::string_view name, const std::string& token) {
-  return on_store([&](LockStore& store) { return store.check(name, token); });
+  return on_store(name,
+                  [&](LockStore& store) { return store.check(name, token); });
 }
 
 std::optional<BrokenLock>
 DiscoveringStore::force_release(std::string_view name) {
-  return on_store([&](LockStore& store) { return store.force_release(name); });
+  return on_store(name,
+                  [&](LockStore& store) { return store.force_release(name); });
 }
 
 void
 DiscoveringStore::leave_queue(std::string_view name, const std::string& token) {
-  on_store([&](LockStore& store) {
+  on_store(name, [&](LockStore& store) {
     store.leave_queue(name, token);
     return true;
   });
@@ -136,14 +226,14 @@ DiscoveringStore::leave_queue(std::string_view name, const std::string& token) {
 Slot
 DiscoveringStore::current_slot(std::string_view name, Duration length) {
   return on_store(
-      [&](LockStore& store) { return store.current_slot(name, length); });
+      name, [&](LockStore& store) { return store.current_slot(name, length); });
 }
 
 void
 DiscoveringStore::mark_slot_done(std::string_view name,
                                  std::int64_t number,
                                  Duration keep) {
-  on_store([&](LockStore& store) {
+  on_store(name, [&](LockStore& store) {
     store.mark_slot_done(name, number, keep);
     return true;
   });
@@ -151,35 +241,42 @@ DiscoveringStore::mark_slot_done(std::string_view name,
 
 StatusSnapshot
 DiscoveringStore::read_locks(const std::vector<std::string>& names) {
-  look_for_cluster();
-  return on_store([&](LockStore& store) { return store.read_locks(names); });
+  bool braces = has_brace(m_deployment.prefix);
+  for (const auto& name : names) {
+    braces = braces || has_brace(name);
+  }
+  look_for_cluster(braces);
+  return on_store("",
+                  [&](LockStore& store) { return store.read_locks(names); });
 }
 
 StatusSnapshot
 DiscoveringStore::list_locks(std::string_view match) {
-  look_for_cluster();
+  look_for_cluster(has_brace(m_deployment.prefix));
   return m_store->list_locks(match);
 }
 
 std::vector<ServerFacts>
 DiscoveringStore::examine() {
-  look_for_cluster();
+  look_for_cluster(false);
   return m_store->examine();
 }
 
 std::optional<DeploymentState>
 DiscoveringStore::deployment_state() {
-  look_for_cluster();
+  look_for_cluster(false);
   return m_store->deployment_state();
 }
 
 std::unique_ptr<Wakeups>
 DiscoveringStore::watch(std::string_view name, const std::string& token) {
+  settle_layout(name);
   return m_store->watch(name, token);
 }
 
 std::unique_ptr<Wakeups>
 DiscoveringStore::watch_releases(std::string_view name) {
+  settle_layout(name);
   return m_store->watch_releases(name);
 }
 

@@ -4,15 +4,28 @@
 #include <rlock/lock/store.hpp>
 
 #include <memory>
+#include <optional>
 
 namespace rlock::lock {
 
+// Returns whether a server runs in cluster mode, from its replies to
+// INFO cluster and CLUSTER INFO (sent together, so that either may be
+// refused): INFO's cluster_enabled field when it has one, else CLUSTER INFO
+// answering (a cluster node) or saying "cluster support disabled" (not
+// one). Nothing when neither reply tells.
+std::optional<bool> cluster_mode_of(const redis::Reply& info,
+                                    const redis::Reply& cluster_info);
+
 // The store of a plain redis:// URL: one server, until that server turns
-// out to be a Redis Cluster node (it answers MOVED, or CROSSSLOT for a
-// name with braces; status and doctor ask INFO cluster); from then on the
-// cluster, with the URL's node as its seed. A managed Redis in cluster mode
-// hands out one such URL (a configuration endpoint). MOVED and CROSSSLOT
-// say the command did not run: the step runs again on the cluster.
+// out to be a Redis Cluster node; from then on the cluster, with the URL's
+// node as its seed. A managed Redis in cluster mode hands out one such URL
+// (a configuration endpoint). For a NAME or prefix without braces both key
+// layouts are the same, and the server's MOVED (or CROSSSLOT) answer says it
+// is a cluster node: the command did not run, and the step runs again on
+// the cluster. For a NAME or prefix with a brace the layouts differ, so the
+// server is asked whether it is a cluster node (INFO cluster and CLUSTER
+// INFO, one round trip) before the first step; status and doctor always
+// ask.
 class DiscoveringStore final : public LockStore {
 public:
   explicit DiscoveringStore(Deployment deployment);
@@ -54,21 +67,29 @@ public:
 private:
   DiscoveringStore(Deployment deployment,
                    std::unique_ptr<LockStore> store,
-                   bool cluster);
+                   bool cluster,
+                   bool looked);
 
-  // Runs `step` on the store of now; on the single server's MOVED or
-  // CROSSSLOT, switches to the cluster and runs it there.
+  // Runs `step` for lock `name` on the store of now, once the key layout
+  // of `name` is known; on the single server's MOVED or CROSSSLOT, switches
+  // to the cluster and runs it there.
   template <typename Step>
-  auto on_store(Step&& step);
-  // Switches to the cluster when the server says it is a cluster node
-  // (asked once): for the steps that read every master.
-  void look_for_cluster();
+  auto on_store(std::string_view name, Step&& step);
+  // Asks the server whether it is a cluster node, unless it was asked
+  // already or `name` has the same keys either way.
+  void settle_layout(std::string_view name);
+  // Asks the server whether it is a cluster node (once it has answered,
+  // never again) and switches to the cluster when it is. When it will not
+  // say: throws Error (unavailable) if `must_know`, else stays on the one
+  // server.
+  void look_for_cluster(bool must_know);
+  // Throws Error (bad_input) when the prefix holds a brace.
   void switch_to_cluster();
 
   Deployment m_deployment;
   std::unique_ptr<LockStore> m_store; // a RedisStore, then a ClusterStore
   bool m_cluster = false;
-  bool m_looked = false;
+  bool m_looked = false; // the server said whether it is a cluster node
   std::optional<BootTime> m_deadline;
 };
 
