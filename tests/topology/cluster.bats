@@ -686,3 +686,22 @@ held_by_one_of() {
   [[ $stderr == *"127.0.0.1:$dead"* ]]
   topology_stop "$LONE_DIR"
 }
+
+# --- the map read after a failure -------------------------------------------
+
+@test "a master that does not answer is asked last for the slot map, after the other nodes and the seeds" {
+  local dir=$BATS_FILE_TMPDIR/order url dead seed name
+  cluster_start "$dir" 3 0
+  # The master of slot 0 comes first in the map's order.
+  dead=$(cluster_node_for_slot "$dir" 0)
+  seed=$(other_master "$dead")
+  url="redis+cluster://127.0.0.1:$seed"
+  name=$(name_on "$dead" first "$dir")
+  topology_kill "$dead"
+  run -69 --separate-stderr rl --url "$url" -v -w 2s "$name" true
+  echo "$stderr"
+  # Several attempts failed on the dead master, each followed by a map read.
+  (($(grep -c "master 127.0.0.1:$dead of slot .* does not answer" <<<"$stderr") >= 2))
+  [[ $stderr != *"no slot map from 127.0.0.1:$dead"* ]]
+  topology_stop "$dir"
+}

@@ -1,3 +1,4 @@
+#include <rlock/lock/cluster_store.hpp>
 #include <rlock/lock/discovering_store.hpp>
 #include <rlock/lock/keys.hpp>
 #include <rlock/redis/cluster.hpp>
@@ -8,7 +9,9 @@
 #include <set>
 
 using rlock::lock::cluster_mode_of;
+using rlock::lock::map_read_order;
 using rlock::redis::cluster_safe_tag;
+using rlock::redis::ClusterSeeds;
 using rlock::redis::format_slot_spans;
 using rlock::redis::HostPort;
 using rlock::redis::key_slot;
@@ -337,6 +340,39 @@ TEST_CASE("SlotMap::uncovered names the slots no range covers", "[cluster]") {
   SlotMap odd;
   odd.ranges = {{0, 200, {"a", 1}, {}}, {100, 150, {"b", 2}, {}}};
   CHECK(odd.uncovered() == std::vector<SlotSpan>{{201, 16383}});
+}
+
+TEST_CASE("map_read_order: the old map's masters, its replicas, the seeds; "
+          "the node that failed last",
+          "[cluster]") {
+  const ClusterSeeds seeds{{{"127.0.0.1", 31486}, {"seed", 1}}, {}};
+  const auto map = parsed(three_masters());
+  using Nodes = std::vector<HostPort>;
+  CHECK(map_read_order(seeds, nullptr, "")
+        == Nodes{{"127.0.0.1", 31486}, {"seed", 1}});
+  CHECK(map_read_order(seeds, &map, "")
+        == Nodes{{"127.0.0.1", 31485},
+                 {"127.0.0.1", 31486},
+                 {"127.0.0.1", 31487},
+                 {"127.0.0.1", 31490},
+                 {"127.0.0.1", 31488},
+                 {"127.0.0.1", 31489},
+                 {"seed", 1}});
+  // The master of slot 0 did not answer: every other node comes first.
+  CHECK(map_read_order(seeds, &map, "127.0.0.1:31485")
+        == Nodes{{"127.0.0.1", 31486},
+                 {"127.0.0.1", 31487},
+                 {"127.0.0.1", 31490},
+                 {"127.0.0.1", 31488},
+                 {"127.0.0.1", 31489},
+                 {"seed", 1},
+                 {"127.0.0.1", 31485}});
+  // A seed that failed comes after the other seeds, once.
+  CHECK(map_read_order(seeds, nullptr, "127.0.0.1:31486")
+        == Nodes{{"seed", 1}, {"127.0.0.1", 31486}});
+  // A node that is in neither is not asked.
+  CHECK(map_read_order(seeds, nullptr, "gone:1")
+        == Nodes{{"127.0.0.1", 31486}, {"seed", 1}});
 }
 
 TEST_CASE("cluster_mode_of: INFO's cluster_enabled, else CLUSTER INFO",

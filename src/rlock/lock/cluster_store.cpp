@@ -25,20 +25,6 @@ connection_failed(const redis::Failure& failure) {
          || kind == Kind::closed;
 }
 
-// The nodes of `map`, masters first, each once.
-std::vector<redis::HostPort>
-nodes_of(const redis::SlotMap& map) {
-  auto nodes = map.masters();
-  for (const auto& range : map.ranges) {
-    for (const auto& replica : range.replicas) {
-      if (std::find(nodes.begin(), nodes.end(), replica) == nodes.end()) {
-        nodes.push_back(replica);
-      }
-    }
-  }
-  return nodes;
-}
-
 void
 take_stamp(LockState& state, const redis::HostPort& master, int slot) {
   state.node = master.address();
@@ -46,6 +32,38 @@ take_stamp(LockState& state, const redis::HostPort& master, int slot) {
 }
 
 } // namespace
+
+std::vector<redis::HostPort>
+map_read_order(const redis::ClusterSeeds& cluster,
+               const redis::SlotMap* old,
+               const std::string& failed) {
+  std::vector<redis::HostPort> order;
+  std::optional<redis::HostPort> last;
+  const auto add = [&](const redis::HostPort& node) {
+    if (!failed.empty() && node.address() == failed) {
+      last = node;
+    } else if (std::find(order.begin(), order.end(), node) == order.end()) {
+      order.push_back(node);
+    }
+  };
+  if (old) {
+    for (const auto& master : old->masters()) {
+      add(master);
+    }
+    for (const auto& range : old->ranges) {
+      for (const auto& replica : range.replicas) {
+        add(replica);
+      }
+    }
+  }
+  for (const auto& seed : cluster.seeds) {
+    add(seed);
+  }
+  if (last) {
+    order.push_back(*last);
+  }
+  return order;
+}
 
 ClusterStore::ClusterStore(Deployment deployment)
     : m_deployment(std::move(deployment)) {
@@ -57,6 +75,7 @@ ClusterStore::another() const {
   store->m_map = m_map;
   store->m_map_stale = m_map_stale;
   store->m_moved = m_moved;
+  store->m_failed = m_failed;
   store->m_required_replicas = m_required_replicas;
   return store;
 }
@@ -85,17 +104,11 @@ ClusterStore::map() {
 }
 
 void
-ClusterStore::read_map(const std::string& failed) {
-  std::vector<redis::HostPort> first;
-  if (m_map) {
-    first = nodes_of(*m_map);
-    // The node that just failed is asked last (as a seed, if it is one).
-    std::erase_if(first, [&](const redis::HostPort& node) {
-      return node.address() == failed;
-    });
-  }
+ClusterStore::read_map() {
   m_map = redis::read_slot_map(*m_deployment.cluster,
-                               first,
+                               map_read_order(*m_deployment.cluster,
+                                              m_map ? &*m_map : nullptr,
+                                              m_failed),
                                bounded_by(m_deployment.connect, m_deadline));
   m_map_stale = false;
 }
@@ -184,6 +197,7 @@ ClusterStore::routed(std::string_view name, Step&& step) {
     } catch (const redis::Failure& failure) {
       if (connection_failed(failure) && !redirected) {
         m_map_stale = true;
+        m_failed = node.address();
         m_moved.erase(slot);
         throw redis::Failure(redis::FailureKind::not_master,
                              "master " + node.address() + " of slot "
@@ -336,6 +350,9 @@ ClusterStore::list_locks(std::string_view match) {
       }
     } catch (const redis::Failure& failure) {
       m_map_stale = true;
+      if (connection_failed(failure)) {
+        m_failed = master.address();
+      }
       snapshot.unreachable.push_back({master.address(), failure.what()});
       reasons += (reasons.empty() ? "" : "; ") + master.address() + ": "
                  + failure.what();

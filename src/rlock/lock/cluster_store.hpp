@@ -10,8 +10,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rlock::lock {
+
+// Returns the nodes to ask for the slot map, in order, each once: the nodes
+// of `old` (the map read last, if any; masters first), then the seeds, and
+// the node whose address is `failed` (one that just did not answer: it may
+// be frozen, and hold each read up for the whole timeout) last.
+std::vector<redis::HostPort> map_read_order(const redis::ClusterSeeds& cluster,
+                                            const redis::SlotMap* old,
+                                            const std::string& failed);
 
 // The store on a Redis Cluster: each step goes to the master that serves
 // the slot of the lock's keys, as the slot map (CLUSTER SLOTS) says, on a
@@ -19,7 +28,8 @@ namespace rlock::lock {
 // the map read again before the next step; an ASK is followed with ASKING;
 // TRYAGAIN (a slot half migrated) is tried again for up to a second. A
 // master of the map that does not answer is a failover under way
-// (not_master): the map is read again before the next step.
+// (not_master): the map is read again before the next step, asking that
+// master last.
 class ClusterStore final : public LockStore {
 public:
   explicit ClusterStore(Deployment deployment);
@@ -64,8 +74,8 @@ private:
   // Returns the slot map, read first when there is none or it is stale.
   const redis::SlotMap& map();
   // Reads the slot map again, asking the nodes of the old map first and
-  // `failed` (a node that just did not answer) last.
-  void read_map(const std::string& failed = {});
+  // the master that last did not answer (m_failed) last.
+  void read_map();
   // Returns the master that serves `slot` (where a MOVED sent it, else as
   // the map says); throws Failure (not_master) when none does.
   redis::HostPort master_of(int slot);
@@ -97,6 +107,9 @@ private:
   std::map<int, redis::HostPort> m_moved;
   std::map<std::string, std::unique_ptr<RedisStore>> m_stores; // by address
   std::string m_last; // the address of the last step's master, for idle_fd
+  // The master that last did not answer: asked last for the map, as it may
+  // be frozen and hold each read up for the step's whole time.
+  std::string m_failed;
   std::optional<BootTime> m_deadline;
   // As in RedisStore, fixed at the first acquire on whichever master, and
   // held to on every master the lock moves to.

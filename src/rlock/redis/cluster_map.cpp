@@ -1,5 +1,6 @@
 #include <rlock/redis/cluster_map.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/util/log.hpp>
 
 #include <algorithm>
 
@@ -67,6 +68,7 @@ read_slot_map(const ClusterSeeds& cluster,
           || failure.failure_kind() == FailureKind::tls_failed) {
         throw;
       }
+      log::info("no slot map from " + node.address() + ": " + failure.what());
       timed_out = timed_out && failure.failure_kind() == FailureKind::timed_out;
       reasons += (reasons.empty() ? "" : "; ") + std::string(failure.what());
     }
