@@ -687,7 +687,74 @@ held_by_one_of() {
   topology_stop "$LONE_DIR"
 }
 
-# --- the map read after a failure -------------------------------------------
+# --- a cluster never served in full, and the map read after a failure --------
+
+# partial_cluster DIR: three cluster nodes that know each other, of which
+# only the first serves slots, 0-5000 (what a --cluster create that failed
+# half-way leaves); sets PARTIAL_PORTS.
+partial_cluster() {
+  local dir i port
+  local -a ports=()
+  topology_prepare "$1" || return 1
+  dir=$TOPOLOGY_DIR
+  for i in 1 2 3; do
+    topology_launch cluster "$dir" topology_node_config cluster || return 1
+    ports+=("$TOPOLOGY_PORT")
+  done
+  [[ $(topology_cli "${ports[0]}" cluster addslotsrange 0 5000) == OK ]] || return 1
+  for port in "${ports[@]:1}"; do
+    [[ $(topology_cli "${ports[0]}" cluster meet 127.0.0.1 "$port") == OK ]] || return 1
+  done
+  PARTIAL_PORTS="${ports[*]}"
+}
+
+# slot_in PORT NAME: the slot of lock NAME's key on a cluster (its tag has no
+# brace for these names), asked of the node on PORT.
+slot_in() {
+  topology_cli "$1" cluster keyslot "$(lock_key "$2")"
+}
+
+# name_in_slots PORT STEM FIRST LAST: a name STEM<n> whose slot is in
+# FIRST-LAST.
+name_in_slots() {
+  local i slot
+  for ((i = 0; i < 300; i++)); do
+    slot=$(slot_in "$1" "$2$i")
+    if ((slot >= $3 && slot <= $4)); then
+      echo "$2$i"
+      return 0
+    fi
+  done
+  return 1
+}
+
+@test "a cluster whose slots were never all served: 69 with one line at the first attempt, without -w; served slots run once full coverage is not required" {
+  local n1 url uncovered covered name
+  partial_cluster "$BATS_FILE_TMPDIR/partial"
+  read -r n1 _ <<<"$PARTIAL_PORTS"
+  url="redis+cluster://127.0.0.1:$n1"
+  uncovered=$(name_in_slots "$n1" free 5001 16383)
+  covered=$(name_in_slots "$n1" served 0 5000)
+  # A slot no master serves; then one the first node serves, on a cluster
+  # that is down (cluster-require-full-coverage yes, the default).
+  for name in "$uncovered" "$covered"; do
+    RL_LIMIT=20 run -69 --separate-stderr rl --url "$url" "$name" touch ran
+    echo "$name: $stderr"
+    ((${#stderr_lines[@]} == 1))
+    [[ $stderr == *"not served"* ]]
+  done
+  [[ ! -e ran ]]
+  RL_LIMIT=20 run -69 --separate-stderr rl acquire --url "$url" "$uncovered"
+  [[ $stderr == *"not served"* ]]
+  # Where coverage is not required, a served slot works, and an unserved
+  # one is still said at once.
+  topology_cli "$n1" config set cluster-require-full-coverage no
+  wait_until 10 eval '[[ $(topology_cli "$n1" cluster info) == *cluster_state:ok* ]]'
+  run -0 rl --url "$url" "$covered" true
+  RL_LIMIT=20 run -69 --separate-stderr rl --url "$url" "$uncovered" true
+  [[ $stderr == *"not served"* ]]
+  topology_stop "$BATS_FILE_TMPDIR/partial"
+}
 
 @test "a master that does not answer is asked last for the slot map, after the other nodes and the seeds" {
   local dir=$BATS_FILE_TMPDIR/order url dead seed name

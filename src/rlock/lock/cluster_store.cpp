@@ -76,6 +76,7 @@ ClusterStore::another() const {
   store->m_map_stale = m_map_stale;
   store->m_moved = m_moved;
   store->m_failed = m_failed;
+  store->m_served = m_served;
   store->m_required_replicas = m_required_replicas;
   return store;
 }
@@ -111,6 +112,34 @@ ClusterStore::read_map() {
                                               m_failed),
                                bounded_by(m_deployment.connect, m_deadline));
   m_map_stale = false;
+  for (const auto& range : m_map->ranges) {
+    for (int slot = range.first; slot <= range.last; ++slot) {
+      m_served.set(static_cast<std::size_t>(slot));
+    }
+  }
+}
+
+void
+ClusterStore::refuse_never_served(const std::string& what) const {
+  std::vector<redis::SlotSpan> never;
+  for (const auto& span : m_map->uncovered()) {
+    for (int slot = span.first; slot <= span.last; ++slot) {
+      if (m_served.test(static_cast<std::size_t>(slot))) {
+        continue;
+      }
+      if (!never.empty() && never.back().last == slot - 1) {
+        never.back().last = slot;
+      } else {
+        never.push_back({slot, slot});
+      }
+    }
+  }
+  if (!never.empty()) {
+    throw redis::Failure(redis::FailureKind::refused,
+                         what + ": slots " + redis::format_slot_spans(never)
+                             + " are not served by any master of the "
+                               "cluster (is it set up in full?)");
+  }
 }
 
 redis::HostPort
@@ -125,6 +154,8 @@ ClusterStore::master_of(int slot) {
     master = m_map->master_of(slot);
   }
   if (!master) {
+    refuse_never_served("no master of the cluster serves slot "
+                        + std::to_string(slot));
     throw redis::Failure(redis::FailureKind::not_master,
                          "no master of the cluster serves slot "
                              + std::to_string(slot) + " (slots "
@@ -205,6 +236,10 @@ ClusterStore::routed(std::string_view name, Step&& step) {
                                  + " does not answer (a failover under "
                                    "way?): "
                                  + failure.what());
+      }
+      // A cluster that was never served in full is down for good.
+      if (failure.server_code() == "CLUSTERDOWN" && m_map) {
+        refuse_never_served(node.address() + ": " + failure.server_error());
       }
       retry = retry_after(failure, node, slot, retry.kind == Retry::Kind::ask);
       const bool past_deadline =

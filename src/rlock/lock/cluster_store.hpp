@@ -6,6 +6,7 @@
 #include <rlock/redis/cluster.hpp>
 #include <rlock/redis/failure.hpp>
 
+#include <bitset>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,7 +30,10 @@ std::vector<redis::HostPort> map_read_order(const redis::ClusterSeeds& cluster,
 // TRYAGAIN (a slot half migrated) is tried again for up to a second. A
 // master of the map that does not answer is a failover under way
 // (not_master): the map is read again before the next step, asking that
-// master last.
+// master last. Slots that no master serves, or a cluster that is down
+// (CLUSTERDOWN) while some are not served, are a failover under way too
+// once the store has seen those slots served; before that, a cluster not
+// (fully) set up, which no waiting mends: refused.
 class ClusterStore final : public LockStore {
 public:
   explicit ClusterStore(Deployment deployment);
@@ -76,6 +80,9 @@ private:
   // Reads the slot map again, asking the nodes of the old map first and
   // the master that last did not answer (m_failed) last.
   void read_map();
+  // Throws Failure (refused) when the map leaves slots unserved that no
+  // map read by this store served: `what` says what happened.
+  void refuse_never_served(const std::string& what) const;
   // Returns the master that serves `slot` (where a MOVED sent it, else as
   // the map says); throws Failure (not_master) when none does.
   redis::HostPort master_of(int slot);
@@ -110,6 +117,9 @@ private:
   // The master that last did not answer: asked last for the map, as it may
   // be frozen and hold each read up for the step's whole time.
   std::string m_failed;
+  // The slots some map read by this store (or the one it came from) had a
+  // master for: a slot without one since is a failover under way.
+  std::bitset<redis::k_cluster_slots> m_served;
   std::optional<BootTime> m_deadline;
   // As in RedisStore, fixed at the first acquire on whichever master, and
   // held to on every master the lock moves to.
