@@ -772,3 +772,42 @@ name_in_slots() {
   [[ $stderr != *"no slot map from 127.0.0.1:$dead"* ]]
   topology_stop "$dir"
 }
+
+# RFC 6874 writes the '%' before an IPv6 zone id as %25. A link-local
+# address needs its zone, and glibc resolves an interface name only for one,
+# so the test runs in a network namespace of its own (unshare -n, nothing
+# reachable from outside it) whose loopback carries fe80::1, with a
+# redis-server there that serves every slot (one node is a whole cluster).
+@test "an IPv6 zone id in the URL ([fe80::1%25lo]) reaches a link-local node, through a plain and a cluster URL; a bad one is 64" {
+  command -v unshare >/dev/null || skip "unshare not found"
+  cat >netns.sh <<'SCRIPT'
+set -u
+rl=$1
+ip link set lo up
+ip -6 addr add fe80::1/64 dev lo nodad
+redis-server --port 7001 --bind '::' --protected-mode no --save '' \
+  --appendonly no --cluster-enabled yes --dir "$PWD" \
+  --cluster-config-file "$PWD/nodes.conf" >redis.log 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null; wait "$pid"' EXIT
+trap 'exit 1' INT TERM
+for _ in $(seq 100); do redis-cli -h ::1 -p 7001 ping >/dev/null 2>&1 && break; sleep 0.05; done
+redis-cli -h ::1 -p 7001 cluster addslotsrange 0 16383 >/dev/null
+for _ in $(seq 100); do
+  redis-cli -h ::1 -p 7001 cluster info | grep -q cluster_state:ok && break
+  sleep 0.1
+done
+for url in 'redis://[fe80::1%25lo]:7001' 'redis+cluster://[fe80::1%25lo]:7001'; do
+  "$rl" --url "$url" zone sh -c 'redis-cli -h ::1 -p 7001 exists "$RLOCK_KEY"'
+  echo "exit $?"
+done
+SCRIPT
+  run -0 timeout 60 unshare -n bash netns.sh "$RLOCK"
+  echo "$output"
+  [[ $output == $'1\nexit 0\n1\nexit 0' ]]
+  run -64 --separate-stderr rl --url "redis://[fe80::1%25]:7001" zone touch ran
+  echo "$stderr"
+  ((${#stderr_lines[@]} == 1))
+  [[ $stderr == *"zone id"* ]]
+  [[ ! -e ran ]]
+}

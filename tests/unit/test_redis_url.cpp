@@ -85,6 +85,45 @@ TEST_CASE("parse_url reads IPv6 literals and unix sockets", "[url]") {
   CHECK(endpoint.value().db == 3);
 }
 
+// RFC 6874: the '%' before a zone id is written %25 in a URI;
+// getaddrinfo takes "fe80::1%eth0".
+TEST_CASE("parse_url reads an IPv6 zone id, percent-decoded", "[url]") {
+  const std::vector<std::pair<std::string, std::string>> good{
+      {"redis://[fe80::1%25eth0]:6379", "fe80::1%eth0"},
+      {"redis://[fe80::1%25eth0]", "fe80::1%eth0"},
+      {"redis://[fe80::1%251]:7000/2", "fe80::1%1"},
+      {"redis://[fe80::1%25en%2D1]", "fe80::1%en-1"},
+      {"redis://u:p%25w@[fe80::a:b%25wlp3s0.7]:1", "fe80::a:b%wlp3s0.7"},
+      // Without %25, as curl also reads it.
+      {"redis://[fe80::1%eth0]:6379", "fe80::1%eth0"},
+  };
+  for (const auto& [url, host] : good) {
+    INFO(url);
+    const auto endpoint = parse_url(url);
+    REQUIRE(endpoint);
+    CHECK(endpoint.value().host == host);
+  }
+  const auto endpoint = parse_url("redis://[fe80::1%25eth0]:6380");
+  REQUIRE(endpoint);
+  CHECK(endpoint.value().port == 6380);
+  CHECK(endpoint.value().address() == "[fe80::1%eth0]:6380");
+  CHECK(parse_url("redis://u:p%25w@[fe80::a:b%25wlp3s0.7]:1").value().password
+        == "p%w");
+}
+
+TEST_CASE("parse_url rejects a bad IPv6 zone id with the reason", "[url]") {
+  for (const std::string url : {"redis://[fe80::1%25]:6379",
+                                "redis://[fe80::1%]:6379",
+                                "redis://[fe80::1%25%zz]",
+                                "redis://[fe80::1%25eth%200]",
+                                "redis://[fe80::1%25a%2Fb]"}) {
+    INFO(url);
+    const auto result = parse_url(url);
+    CHECK_FALSE(result);
+    CHECK_THAT(result.error(), Catch::Contains("zone id"));
+  }
+}
+
 TEST_CASE("parse_url rejects malformed URLs with the reason", "[url]") {
   const std::vector<std::pair<std::string, std::string>> bad{
       {"http://x", "scheme"},
@@ -221,6 +260,9 @@ TEST_CASE("parse_deployment_url reads cluster URLs", "[url]") {
   CHECK(url.password == "pw");
 
   CHECK(deployment("redis+cluster://n1/").nodes == nodes({{"n1", 6379}}));
+
+  url = deployment("redis+cluster://[fe80::1%25eth0]:7000,[fe80::2%251]");
+  CHECK(url.nodes == nodes({{"fe80::1%eth0", 7000}, {"fe80::2%1", 6379}}));
 }
 
 TEST_CASE("parse_deployment_url rejects malformed URLs with the reason",

@@ -86,6 +86,36 @@ parse_userinfo(std::string_view userinfo, Endpoint& endpoint) {
   return std::nullopt;
 }
 
+bool
+is_unreserved(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-'
+         || c == '.' || c == '_' || c == '~';
+}
+
+// Parses what stands between '[' and ']' into `host`, as getaddrinfo takes
+// it: an IPv6 address with its zone id (RFC 6874, "fe80::1%25eth0", or
+// "fe80::1%eth0" as curl also reads it) becomes "fe80::1%eth0".
+std::optional<std::string>
+parse_ipv6_literal(std::string_view text, std::string& host) {
+  const auto percent = text.find('%');
+  if (percent == std::string_view::npos) {
+    host = std::string(text);
+    return std::nullopt;
+  }
+  auto zone_text = text.substr(percent + 1);
+  std::optional<std::string> zone = std::string(zone_text);
+  if (zone_text.starts_with("25")) {
+    zone = percent_decode(zone_text.substr(2));
+  }
+  if (!zone || zone->empty()
+      || !std::all_of(zone->begin(), zone->end(), is_unreserved)) {
+    return "bad IPv6 zone id: write it as [ADDRESS%25ZONE], e.g. "
+           "[fe80::1%25eth0]";
+  }
+  host = std::string(text.substr(0, percent)) + "%" + *zone;
+  return std::nullopt;
+}
+
 // Parses "host[:port]" or "[v6]:port" into the endpoint.
 std::optional<std::string>
 parse_host_port(std::string_view text, Endpoint& endpoint) {
@@ -95,7 +125,10 @@ parse_host_port(std::string_view text, Endpoint& endpoint) {
     if (close == std::string_view::npos) {
       return "unclosed '[' in the host";
     }
-    endpoint.host = std::string(text.substr(1, close - 1));
+    if (auto error =
+            parse_ipv6_literal(text.substr(1, close - 1), endpoint.host)) {
+      return error;
+    }
     const auto rest = text.substr(close + 1);
     if (!rest.empty() && !rest.starts_with(':')) {
       return "unexpected text after ']'";
