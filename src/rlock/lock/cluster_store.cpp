@@ -244,9 +244,19 @@ ClusterStore::routed(std::string_view name, Step&& step) {
       retry = retry_after(failure, node, slot, retry.kind == Retry::Kind::ask);
       const bool past_deadline =
           m_deadline && boot_now() + k_tryagain_pause >= *m_deadline;
-      if (retry.kind == Retry::Kind::none || tries >= k_max_tries
-          || (retry.kind == Retry::Kind::pause && past_deadline)) {
+      if (retry.kind == Retry::Kind::none) {
         throw;
+      }
+      // Still sent elsewhere or told to wait: the slot is being moved, which
+      // passes (a raw ASK or MOVED would end a waiter).
+      if (tries >= k_max_tries
+          || (retry.kind == Retry::Kind::pause && past_deadline)) {
+        throw redis::Failure(
+            redis::FailureKind::server_error,
+            "slot " + std::to_string(slot) + " is still being moved after "
+                + std::to_string(tries) + " tries: " + failure.what(),
+            "TRYAGAIN",
+            failure.server_error());
       }
       if (retry.kind == Retry::Kind::pause) {
         std::this_thread::sleep_for(k_tryagain_pause);
