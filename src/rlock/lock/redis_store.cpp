@@ -527,17 +527,4 @@ RedisStore::describe_cluster_node() {
       [](redis::Connection& c) { return lock::describe_cluster_node(c); });
 }
 
-bool
-RedisStore::is_cluster_node() {
-  return on_connection([](redis::Connection& c) {
-    const auto reply = c.command({"INFO", "cluster"});
-    if (!reply.is_string()) {
-      return false;
-    }
-    const auto fields = parse_info(reply.text);
-    const auto enabled = fields.find("cluster_enabled");
-    return enabled != fields.end() && enabled->second == "1";
-  });
-}
-
 } // namespace rlock::lock

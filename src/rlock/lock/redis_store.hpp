@@ -65,9 +65,6 @@ public:
   // Returns what this Cluster master says of its replicas and the cluster.
   ClusterShardState describe_cluster_node();
 
-  // True when the server runs in cluster mode (INFO cluster).
-  bool is_cluster_node();
-
   // For a store that drives the connection itself (QuorumStore's fan-out):
   // returns it, made now if there is none (with Sentinel: to the master
   // named now), bounded by the deadline. Throws Failure. disconnect() after
