@@ -170,8 +170,9 @@ RedisStore::replicas_to_confirm(redis::Connection& c) {
                                                  : redis::role_of(c).replicas;
     m_required_replicas = lock::required_replicas(policy, connected);
     if (!counted && *m_required_replicas == 0) {
-      log::info("no replica of " + c.address()
-                + " is connected: the lock is not confirmed by any");
+      // Said without -v: the lock then survives no failover.
+      log::warning("no replica of " + c.address()
+                   + " is connected: the lock is not confirmed by any");
     } else if (*m_required_replicas > 0) {
       log::info("each write of the lock waits for "
                 + std::to_string(*m_required_replicas) + " replica"
