@@ -59,6 +59,10 @@ TEST_CASE("view_of: the address named, SENTINEL MASTER's flags and config "
   const auto where = array({bulk("10.0.0.7"), bulk("7001")});
   const auto settings = array({bulk("name"),
                                bulk("mymaster"),
+                               bulk("ip"),
+                               bulk("10.0.0.7"),
+                               bulk("port"),
+                               bulk("7001"),
                                bulk("flags"),
                                bulk("master,failover_in_progress"),
                                bulk("config-epoch"),
@@ -69,6 +73,14 @@ TEST_CASE("view_of: the address named, SENTINEL MASTER's flags and config "
   CHECK(view.failover_in_progress);
   CHECK_FALSE(view.down);
   CHECK(view.config_epoch == 7);
+  // Past the promotion the leader names the promoted replica while SENTINEL
+  // MASTER still gives the old address: the failover has chosen.
+  const auto promoted = view_of("s1:26379",
+                                "mymaster",
+                                array({bulk("10.0.0.8"), bulk("7001")}),
+                                settings);
+  CHECK(promoted.master->host == "10.0.0.8");
+  CHECK_FALSE(promoted.failover_in_progress);
 
   const auto down =
       view_of("s1:26379",
@@ -156,6 +168,15 @@ TEST_CASE("standing_of: a confirmed write counts when a majority answered, "
       "m");
   CHECK(leading.kind == Kind::unsettled);
   CHECK_THAT(leading.why, Catch::Contains("failover"));
+  // A sentinel's flags are those of the master it names.
+  CHECK(standing_of({names(7002, 2, "master,failover_in_progress"),
+                     names(7001),
+                     names(7001)},
+                    3,
+                    master,
+                    "m")
+            .kind
+        == Kind::unsettled);
   // A crash failover: the master is objectively down.
   CHECK(standing_of(
             {names(7001, 1, "s_down,o_down,master"), names(7001), names(7001)},

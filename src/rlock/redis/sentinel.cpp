@@ -207,7 +207,17 @@ view_of(const std::string& sentinel,
   view.master = HostPort{where.elements[0].text, port};
   const auto fields = fields_of(settings);
   if (const auto flags = fields.find("flags"); flags != fields.end()) {
-    view.failover_in_progress = has_flag(flags->second, "failover_in_progress");
+    // Once the replica to promote answers as master, the sentinel leading
+    // the failover names it (get-master-addr-by-name) while SENTINEL MASTER
+    // still gives the old address until the other replicas have resynced:
+    // past that point the failover has chosen its master.
+    const auto ip = fields.find("ip");
+    const auto port_field = fields.find("port");
+    const bool promoted =
+        ip != fields.end() && port_field != fields.end()
+        && (ip->second != view.master->host || port_field->second != port_text);
+    view.failover_in_progress =
+        has_flag(flags->second, "failover_in_progress") && !promoted;
     view.down = has_flag(flags->second, "o_down");
   }
   if (const auto epoch = fields.find("config-epoch"); epoch != fields.end()) {
@@ -314,7 +324,13 @@ standing_of(const std::vector<SentinelView>& views,
                    + what_each_names(views) + ")";
     return standing;
   }
+  // The flags are those of the master the sentinel names: a failover that
+  // has not promoted a replica yet (a write on the old master is lost with
+  // the promotion), or a master held down.
   for (const auto& view : views) {
+    if (!view.master || view.master->address() != address) {
+      continue;
+    }
     if (view.failover_in_progress) {
       standing.why = "sentinel " + view.sentinel + " reports a failover of "
                      + quote(name) + " under way";
