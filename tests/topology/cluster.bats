@@ -612,7 +612,9 @@ held_by_one_of() {
   pgid=$(child_group "$hb1")
   # A renewal first: the lease then is one the renewer has kept.
   wait_until 5 has_event "$ev1" renewed
-  bg "$RLOCK" -t 3s -w 30s "$name" bash -c "$(hold_script "$hb2" 1)"
+  # --replicas 0 for the waiter: the promoted replica has no replica of its
+  # own, which the default refuses (the old master is not restarted).
+  bg "$RLOCK" --replicas 0 -t 3s -w 30s "$name" bash -c "$(hold_script "$hb2" 1)"
   r2=$BG_PID
   start=$EPOCHREALTIME
   new=$(cluster_failover_by_kill "$CLUSTER_DIR" "$old")
@@ -638,8 +640,9 @@ held_by_one_of() {
   new=$(cluster_failover_by_kill "$CLUSTER_DIR" "$old")
   note "failover from $old to $new in $(elapsed "$start") s"
   [[ $(owner_of "$name") == "$new" ]]
+  # --replicas 0: the promoted replica has no replica of its own.
   for _ in 1 2 3; do
-    run -0 rl -w 10s "$name" sh -c 'echo "$RLOCK_FENCE" >>fences'
+    run -0 rl --replicas 0 -w 10s "$name" sh -c 'echo "$RLOCK_FENCE" >>fences'
   done
   cat fences
   [[ $(grep -cE '^[0-9]+$' fences) == 6 ]]
@@ -661,10 +664,12 @@ held_by_one_of() {
   url=$RLOCK_CLUSTER_URL
   dead=${CLUSTER_MASTER_PORTS##* }
   name=$(name_on "$dead" orphan "$LONE_DIR")
-  run -0 rl --url "$url" "$name" true
+  # --replicas 0: these masters have no replica, which the default refuses;
+  # what is tested is the master lost for good.
+  run -0 rl --url "$url" --replicas 0 "$name" true
   topology_kill "$dead"
   start=$EPOCHREALTIME
-  run -69 --separate-stderr rl --url "$url" -w 3s "$name" touch ran
+  run -69 --separate-stderr rl --url "$url" --replicas 0 -w 3s "$name" touch ran
   took=$(elapsed "$start")
   note "exit 69 after $took s: $stderr"
   [[ ! -e ran ]]

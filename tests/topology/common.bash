@@ -161,10 +161,10 @@ promoted_keeps() {
 
 # --- sentinel: a failover under a hold -----------------------------------------
 
-# kill_round DIR N: round N of a hold on the Sentinel topology in DIR (the
-# URL in $RLOCK_URL), a kill -9 of its master and a waiter started right
-# after it: the holder goes on (0) or ends (70) before the waiter's command
-# starts, never both.
+# kill_round DIR N [OPTION...]: round N of a hold on the Sentinel topology in
+# DIR (the URL in $RLOCK_URL), a kill -9 of its master and a waiter (given
+# the OPTIONs) started right after it: the holder goes on (0) or ends (70)
+# before the waiter's command starts, never both.
 kill_round() {
   local dir=$1 n=$2 hb1=$BATS_TEST_TMPDIR/hb1.$2 hb2=$BATS_TEST_TMPDIR/hb2.$2
   local ev1=$BATS_TEST_TMPDIR/ev1.$2 r1 r2 pgid old new rc1=0 killed_at
@@ -177,7 +177,7 @@ kill_round() {
   old=$(sentinel_master_port "$dir")
   topology_kill "$old"
   killed_at=$EPOCHREALTIME
-  bg "$RLOCK" -t 3s -w 30s failover bash -c "$(hold_script "$hb2" 1)"
+  bg "$RLOCK" "${@:3}" -t 3s -w 30s failover bash -c "$(hold_script "$hb2" 1)"
   r2=$BG_PID
   new=$(sentinel_wait_failover "$dir" "$old")
   note "round $n: failover from $old to $new in $(elapsed "$killed_at") s"

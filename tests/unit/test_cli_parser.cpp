@@ -470,7 +470,7 @@ TEST_CASE("each default is the one the help text shows") {
              Catch::Contains("redraw every D (2s)"));
 }
 
-TEST_CASE("a sentinel URL: the sentinels, the master, replicas auto") {
+TEST_CASE("a sentinel URL: the sentinels, the master, one replica to confirm") {
   using Mode = rlock::lock::ReplicaPolicy::Mode;
   Environment environment;
   environment.sentinel_password = "s3cret";
@@ -486,7 +486,10 @@ TEST_CASE("a sentinel URL: the sentinels, the master, replicas auto") {
   CHECK(sentinel.sentinels[1].password == "s3cret");
   CHECK(sentinel.data_node.password == "datapw");
   CHECK(sentinel.data_node.db == 2);
-  CHECK(options.server.replicas.mode == Mode::automatic);
+  // A fixed count: a master with no replica fails closed (auto would ask
+  // for none there).
+  CHECK(options.server.replicas.mode == Mode::count);
+  CHECK(options.server.replicas.count == 1);
   CHECK(options.server.replicas.timeout == 1s);
   // One server: no confirmation unless asked for.
   const auto plain = parse_run({"x", "true"});
@@ -526,14 +529,15 @@ TEST_CASE("--replicas: a count, all or auto; $RLOCK_REPLICAS") {
   }
 }
 
-TEST_CASE("a Cluster URL gives the seeds and replicas auto") {
+TEST_CASE("a Cluster URL gives the seeds and one replica to confirm") {
   const auto options = std::get<RunOptions>(
       parse({"--url", "redis+cluster://a:7000,[::1]:7001", "n", "true"}));
   REQUIRE(options.server.cluster);
   CHECK(options.server.cluster->seeds
         == std::vector<rlock::redis::HostPort>{{"a", 7000}, {"::1", 7001}});
   CHECK(options.server.replicas.mode
-        == rlock::lock::ReplicaPolicy::Mode::automatic);
+        == rlock::lock::ReplicaPolicy::Mode::count);
+  CHECK(options.server.replicas.count == 1);
   CHECK_FALSE(options.server.sentinel);
 }
 

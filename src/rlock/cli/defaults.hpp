@@ -19,6 +19,10 @@ inline constexpr Duration k_connect_timeout = 2s;
 inline constexpr Duration k_io_timeout = 5s;
 // How long an acquire or renewal waits for its replicas' confirmation.
 inline constexpr Duration k_replicas_timeout = 1s;
+// With Sentinel and Cluster, the replicas that must confirm each acquire and
+// renewal: a fixed count, so that a master with none (a zombie, or one whose
+// replica is still syncing) fails closed rather than confirming nothing.
+inline constexpr int k_replicated_replicas = 1;
 
 // rlock NAME COMMAND: the lease, renewed every third of it.
 inline constexpr Duration k_run_ttl = 30s;

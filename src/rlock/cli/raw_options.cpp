@@ -97,8 +97,9 @@ add_server_options(CLI::App& app, RawOptions& raw) {
                "--replicas",
                raw.replicas,
                "N, all or auto: replicas that must confirm each\n"
-               "acquire and renewal ($RLOCK_REPLICAS; auto with\n"
-               "Sentinel, else 0)")
+               "acquire and renewal ($RLOCK_REPLICAS; "
+                   + std::to_string(defaults::k_replicated_replicas)
+                   + " with\nSentinel and Cluster, else 0)")
       ->type_name("N")
       ->group(group);
   add_optional(app,
@@ -349,15 +350,17 @@ tls_options_of(const RawOptions& raw,
   return tls;
 }
 
-// Returns --replicas (else $RLOCK_REPLICAS): a count, all or auto; auto
-// by default with Sentinel, else 0.
+// Returns --replicas (else $RLOCK_REPLICAS): a count, all or auto; by
+// default a fixed count with Sentinel and Cluster (it fails closed where
+// auto would ask for nothing), else 0.
 lock::ReplicaPolicy
 replica_policy_of(const RawOptions& raw,
                   const Environment& environment,
                   bool replicated) {
   using Mode = lock::ReplicaPolicy::Mode;
   lock::ReplicaPolicy policy;
-  policy.mode = replicated ? Mode::automatic : Mode::count;
+  policy.mode = Mode::count;
+  policy.count = replicated ? defaults::k_replicated_replicas : 0;
   policy.timeout = duration_or(raw.replicas_timeout,
                                defaults::k_replicas_timeout,
                                "--replicas-timeout",

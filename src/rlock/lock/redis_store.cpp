@@ -170,8 +170,9 @@ RedisStore::replicas_to_confirm(redis::Connection& c) {
                                                  : redis::role_of(c).replicas;
     m_required_replicas = lock::required_replicas(policy, connected);
     if (!counted && *m_required_replicas == 0) {
-      log::info("no replica of " + c.address()
-                + " is connected: the lock is not confirmed by any");
+      // Said without -v: the lock then survives no failover.
+      log::warning("no replica of " + c.address()
+                   + " is connected: the lock is not confirmed by any");
     } else if (*m_required_replicas > 0) {
       log::info("each write of the lock waits for "
                 + std::to_string(*m_required_replicas) + " replica"
@@ -285,6 +286,13 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
       try {
         attempt.replicas =
             confirm(c, "taking " + quote(request.name), request.ttl / 4);
+        const auto standing = sentinels_on(c);
+        if (standing.kind != redis::MasterStanding::Kind::current) {
+          throw redis::Failure(redis::FailureKind::not_master,
+                               "taking " + quote(request.name) + " on "
+                                   + c.address()
+                                   + " does not count: " + standing.why);
+        }
       } catch (const redis::Failure&) {
         undo();
         throw;
@@ -319,15 +327,88 @@ RedisStore::renew(std::string_view name,
                   const std::string& token,
                   Duration ttl,
                   RenewMode mode) {
-  return on_connection([&](redis::Connection& c) {
-    auto renewal = lock::renew(c, keys(name), token, ttl, mode);
-    if (renewal.held) {
-      const Duration limit =
-          m_deadline ? *m_deadline - boot_now() : m_deployment.replicas.timeout;
-      confirm(c, "renewing " + quote(name), limit);
-    }
-    return renewal;
+  bool moved = false;
+  auto renewal = on_connection([&](redis::Connection& c) {
+    return renew_on(c, name, token, ttl, mode, &moved);
   });
+  if (!moved) {
+    return renewal;
+  }
+  // The sentinels name another master: the lock is there, or it is lost.
+  // Asked there now, not at the next try: a holder whose lock the new
+  // master lacks must stop before another takes it there.
+  m_connection.reset();
+  return on_connection([&](redis::Connection& c) {
+    return renew_on(c, name, token, ttl, mode, nullptr);
+  });
+}
+
+Renewal
+RedisStore::renew_on(redis::Connection& c,
+                     std::string_view name,
+                     const std::string& token,
+                     Duration ttl,
+                     RenewMode mode,
+                     bool* moved) {
+  auto renewal = lock::renew(c, keys(name), token, ttl, mode);
+  if (!renewal.held) {
+    return renewal;
+  }
+  const Duration limit =
+      m_deadline ? *m_deadline - boot_now() : m_deployment.replicas.timeout;
+  const std::string what = "renewing " + quote(name);
+  std::optional<redis::Failure> unconfirmed;
+  try {
+    confirm(c, what, limit);
+  } catch (const redis::Failure& failure) {
+    if (failure.failure_kind() != redis::FailureKind::unconfirmed) {
+      throw;
+    }
+    unconfirmed = failure;
+  }
+  const auto standing = sentinels_on(c);
+  using Kind = redis::MasterStanding::Kind;
+  if (standing.kind == Kind::elsewhere && moved != nullptr) {
+    log::warning(what + " on " + c.address()
+                 + " does not count: " + standing.why + "; renewing there");
+    *moved = true;
+    return renewal;
+  }
+  if (standing.kind != Kind::current) {
+    throw redis::Failure(redis::FailureKind::unconfirmed,
+                         what + " on " + c.address()
+                             + " does not count: " + standing.why);
+  }
+  if (unconfirmed) {
+    throw *unconfirmed;
+  }
+  return renewal;
+}
+
+// With Sentinel, once replicas confirmed a write: where the sentinels stand
+// on the master `c` reached. For a graceful failover the sentinels go on
+// naming the old master for about a second after the replica to promote
+// left it; a write confirmed then by another replica is lost when that one
+// resyncs from the new master. The sentinel leading the failover says so
+// (failover_in_progress). Current without Sentinel or when no replica is
+// asked for (the write then has no confirmation to judge).
+redis::MasterStanding
+RedisStore::sentinels_on(redis::Connection& c) {
+  if (!m_deployment.sentinel || replicas_to_confirm(c) == 0) {
+    return {redis::MasterStanding::Kind::current, std::nullopt, {}};
+  }
+  auto options = bounded_options();
+  if (m_deadline) {
+    // Half of what is left: the reply must still come before the deadline.
+    const Duration half = (*m_deadline - boot_now()) / 2;
+    options.connect_timeout = std::min(options.connect_timeout, half);
+    options.io_timeout = std::min(options.io_timeout, half);
+  }
+  const auto& sentinel = *m_deployment.sentinel;
+  return redis::standing_of(redis::ask_sentinels(sentinel, options),
+                            sentinel.sentinels.size(),
+                            c.address(),
+                            sentinel.name);
 }
 
 bool

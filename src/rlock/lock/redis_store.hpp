@@ -4,6 +4,7 @@
 #include <rlock/lock/keys.hpp>
 #include <rlock/lock/store.hpp>
 #include <rlock/redis/connection.hpp>
+#include <rlock/redis/sentinel.hpp>
 
 #include <optional>
 
@@ -95,6 +96,17 @@ private:
   // made on `c` (`what`, for messages); `limit` bounds the wait. Returns how
   // many confirmed. Throws Failure (unconfirmed) when too few did.
   int confirm(redis::Connection& c, const std::string& what, Duration limit);
+
+  // Renews on `c`; with Sentinel, sets *moved (when given) instead of
+  // throwing when the sentinels name another master.
+  Renewal renew_on(redis::Connection& c,
+                   std::string_view name,
+                   const std::string& token,
+                   Duration ttl,
+                   RenewMode mode,
+                   bool* moved);
+  // Where the sentinels stand on `c`'s master after a confirmed write.
+  redis::MasterStanding sentinels_on(redis::Connection& c);
 
   template <typename Step>
   auto on_connection(Step&& step);

@@ -1,10 +1,13 @@
 #pragma once
 
 #include <rlock/redis/connection.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/url.hpp>
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,11 +21,11 @@ struct SentinelMaster {
   Endpoint data_node; // login, database and TLS; host and port from Sentinel
 };
 
-// Asks the sentinels in turn where the master is now. The first sentinel
-// that names an address wins and moves to the front, so that it is asked
-// first next time. Throws Failure: refused (or timed_out) when no sentinel
-// answered, naming each and why; unexpected_reply when those that answered
-// do not know the master.
+// Asks every sentinel at once where the master is now, and returns the one
+// a majority of them names (majority_master()). Throws Failure: refused (or
+// timed_out) when fewer than a majority answered, naming each that did not
+// and why; not_master when those that answered do not agree (a failover
+// under way); unexpected_reply when they do not know the master.
 Endpoint locate_master(SentinelMaster& master, const ConnectOptions& options);
 
 // Opens a connection to the node the sentinels name and checks with ROLE
@@ -45,6 +48,59 @@ void check_still_master(SentinelMaster& master,
 // Throws Failure (not_master) unless the server on `connection` says ROLE
 // master.
 Role check_master_role(Connection& connection);
+
+// What one sentinel says of the master, asked by ask_sentinels().
+struct SentinelView {
+  std::string sentinel; // its address
+  // The master it names (get-master-addr-by-name); none when it named none
+  // or did not answer.
+  std::optional<HostPort> master;
+  std::int64_t config_epoch = -1;     // SENTINEL MASTER's; -1 when unknown
+  bool failover_in_progress = false;  // a failover of the master is under way
+  bool down = false;                  // it holds the master objectively down
+  std::string why;                    // why it named no master
+  std::optional<FailureKind> failure; // why it did not reply
+};
+
+// Returns the view one sentinel's replies give: `where` to SENTINEL
+// get-master-addr-by-name, `settings` to SENTINEL MASTER.
+SentinelView view_of(const std::string& sentinel,
+                     const std::string& name,
+                     const Reply& where,
+                     const Reply& settings);
+
+// Asks every sentinel of `master` at once for its view; each connection and
+// all replies are bounded by `options` (at most a second). Never throws
+// Failure: a sentinel that does not answer has `failure` set.
+std::vector<SentinelView> ask_sentinels(const SentinelMaster& master,
+                                        const ConnectOptions& options);
+
+// Returns the master that a majority of the `configured` sentinels names,
+// when no sentinel names another at a newer config epoch. Throws Failure as
+// locate_master() does.
+HostPort majority_master(const std::vector<SentinelView>& views,
+                         std::size_t configured,
+                         const std::string& name);
+
+// Where the sentinels stand on a master after a write on it was confirmed.
+struct MasterStanding {
+  enum class Kind {
+    current, // a majority answered, each names it, and no failover is under way
+    elsewhere, // a majority names another master: `named`
+    unsettled, // too few answered, they disagree, or a failover is under way
+  };
+  Kind kind = Kind::unsettled;
+  std::optional<HostPort> named;
+  std::string why; // unless current: what the sentinels said
+};
+
+// Returns where the `configured` sentinels that gave `views` stand on the
+// master at `address` ("host:port"): a write confirmed there counts only
+// when current.
+MasterStanding standing_of(const std::vector<SentinelView>& views,
+                           std::size_t configured,
+                           const std::string& address,
+                           const std::string& name);
 
 // What one sentinel says of the master, for status and doctor.
 struct SentinelReport {
