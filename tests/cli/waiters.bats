@@ -152,6 +152,41 @@ lock_scripts_run() {
   grep -q second-ran "$BG_OUT"
 }
 
+# blocked_now N: N clients are blocked (in BLPOP) now.
+blocked_now() {
+  [[ $(redis_cli client list | grep -c ' flags=[A-Za-z]*b[A-Za-z]* ') == "$1" ]]
+}
+
+@test "a waiter that gives up holding a wake-up passes it on" {
+  bg "$RLOCK" handed sh -c 'until [ -e go ]; do sleep 0.05; done'
+  local holder=$BG_PID
+  wait_until 5 key_exists "$(lock_key handed)"
+  # The first to block is handed the release's wake-up.
+  bg "$RLOCK" handed true
+  local first=$BG_PID
+  wait_until 10 blocked_waiters 1
+  bg "$RLOCK" handed echo second-ran
+  local second=$BG_PID
+  wait_until 10 blocked_waiters 2
+  # Stopped, the first waiter is handed the wake-up and has not read it: the
+  # release lands between its last look and its giving up.
+  kill -STOP "$first"
+  touch go
+  reaped 0 "$holder" 10
+  # (CLIENT LIST's cmd stays blpop once the BLPOP is served: its flags say
+  # who still blocks.)
+  wait_until 5 blocked_now 1
+  [[ $(redis_cli llen "$(wake_list handed)") == 0 ]]
+  # It gives up (a signal, which it reads before the wake-up).
+  kill -TERM "$first"
+  kill -CONT "$first"
+  reaped 143 "$first" 10
+  # Woken when the first gave up, not by its safety net (5-10 s behind a
+  # 30 s lease).
+  reaped 0 "$second" 2
+  grep -q second-ran "$BG_OUT"
+}
+
 @test "a waiter the holder's command left in its group is gone before the release" {
   # The nested waiter blocks first, so the server would hand it the wake-up
   # if its connection were still open when the release came.

@@ -81,6 +81,21 @@ TEST_CASE("the server's start is asked once per connection") {
   CHECK(calls(probe, "info") == info + 4);
 }
 
+TEST_CASE("the first acquire asks INFO server and INFO replication; a "
+          "master started empty is no copy and is held back") {
+  auto c = redis::Connection::open(test_endpoint(), {});
+  auto probe = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("grace");
+  const long before = calls(probe, "info");
+  const auto attempt = acquire(c, keys, "t1", 1h);
+  CHECK_FALSE(attempt.acquired);
+  CHECK_THAT(attempt.held_back, Catch::Contains("(--restart-grace)"));
+  // The two sections, and probe's own count.
+  CHECK(calls(probe, "info") == before + 3);
+  const auto replication = probe.command({"INFO", "replication"});
+  CHECK_FALSE(lock::holds_synced_copy(replication.text));
+}
+
 TEST_CASE("no grace: the acquire alone, no INFO") {
   auto c = redis::Connection::open(test_endpoint(), {});
   const auto keys = fresh_keys("grace");

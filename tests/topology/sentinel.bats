@@ -427,3 +427,58 @@ role_is() {
   done
   topology_stop "$dir"
 }
+
+# --- the restart grace on a promoted replica -------------------------------
+# Each test brings up a topology of its own (a master, one replica, three
+# sentinels), so that the sentinels can only promote that replica; under
+# BATS_FILE_TMPDIR, so that teardown_file stops it should the test fail.
+
+# caught_up MASTER REPLICA: the replica has the master's whole stream.
+caught_up() {
+  local want
+  want=$(topology_info_field "$1" replication master_repl_offset)
+  [[ -n $want && $(topology_info_field "$2" replication master_repl_offset) == "$want" ]]
+}
+
+# The soak's longest outages: a replica restarted empty 14-26 s before its
+# promotion was refused as a young server, though it held a full copy.
+@test "restart grace: a replica restarted empty, resynced and promoted within the grace takes a lock at once" {
+  local dir=$BATS_FILE_TMPDIR/grace-synced master replica new up
+  sentinel_start "$dir" 1 3
+  export RLOCK_URL=$RLOCK_SENTINEL_URL
+  master=$SENTINEL_MASTER_PORT replica=$SENTINEL_REPLICA_PORTS
+  topology_kill "$replica"
+  topology_restart "$replica"
+  topology_poll 20 "$replica in sync again" topology_replicas_synced "$master" "$replica"
+  # The master's stream goes on after the copy (the sentinels' hellos do as
+  # well, every 2 s).
+  topology_cli "$master" set after-the-copy 1 >/dev/null
+  wait_until 10 caught_up "$master" "$replica"
+  topology_kill "$master"
+  new=$(sentinel_wait_failover "$dir" "$master")
+  [[ $new == "$replica" ]]
+  up=$(topology_info_field "$replica" server uptime_in_seconds)
+  note "promoted $replica, up ${up} s"
+  # Young enough for the grace to hold it back by its age.
+  ((up < 25))
+  RLOCK_RESTART_GRACE=30s run -0 --separate-stderr rl -v -n --replicas 0 synced true
+  [[ $stderr == *"the Redis server at 127.0.0.1:$replica started "*" ago but holds a copy synced from its former master: not held back (--restart-grace)"* ]]
+  topology_stop "$dir"
+}
+
+@test "restart grace: a replica restarted empty and promoted before it could copy its master is held back" {
+  local dir=$BATS_FILE_TMPDIR/grace-unsynced master replica new
+  sentinel_start "$dir" 1 3
+  export RLOCK_URL=$RLOCK_SENTINEL_URL
+  master=$SENTINEL_MASTER_PORT replica=$SENTINEL_REPLICA_PORTS
+  # Both die; the replica comes back empty with no master to copy.
+  topology_kill "$master"
+  topology_kill "$replica"
+  topology_restart "$replica"
+  new=$(sentinel_wait_failover "$dir" "$master")
+  [[ $new == "$replica" ]]
+  [[ $(topology_cli "$replica" dbsize) == 0 ]]
+  RLOCK_RESTART_GRACE=30s run -75 --separate-stderr rl -v -n --replicas 0 unsynced true
+  [[ $stderr == *"the Redis server at 127.0.0.1:$replica started "*"s ago; no lock is granted for another "*"s (--restart-grace)" ]]
+  topology_stop "$dir"
+}

@@ -20,9 +20,16 @@ public:
   FakeWakeups(int& pending,
               int& breaks,
               int& listen_breaks,
+              int& open,
               std::vector<std::string>& calls)
       : m_pending(pending), m_breaks(breaks), m_listen_breaks(listen_breaks),
-        m_calls(calls) {
+        m_open(open), m_calls(calls) {
+    ++m_open;
+  }
+  FakeWakeups(const FakeWakeups&) = delete;
+  FakeWakeups& operator=(const FakeWakeups&) = delete;
+  ~FakeWakeups() override {
+    --m_open;
   }
 
   void
@@ -52,6 +59,7 @@ private:
   int& m_pending;
   int& m_breaks;
   int& m_listen_breaks;
+  int& m_open;
   std::vector<std::string>& m_calls;
 };
 
@@ -68,6 +76,9 @@ public:
   int wakeup_breaks = 0;
   // How many times listen() of a watch fails.
   int listen_breaks = 0;
+  // How many wake-up sources are open now, and how many were at each leave.
+  int open_wakeups = 0;
+  std::vector<int> open_at_leave;
 
   // What the code under test did, in order: "acquire", "pttl", "watch",
   // "leave", "connect", "disconnect", "release".
@@ -141,6 +152,7 @@ public:
   void
   leave_queue(std::string_view, const std::string&) override {
     calls.push_back("leave");
+    open_at_leave.push_back(open_wakeups);
   }
 
   lock::Slot
@@ -174,12 +186,12 @@ public:
 
   std::unique_ptr<lock::Wakeups>
   watch(std::string_view, const std::string&) override {
-    return open_wakeups("watch");
+    return open_source("watch");
   }
 
   std::unique_ptr<lock::Wakeups>
   watch_releases(std::string_view) override {
-    return open_wakeups("watch releases");
+    return open_source("watch releases");
   }
 
   void
@@ -234,14 +246,14 @@ public:
 
 private:
   std::unique_ptr<lock::Wakeups>
-  open_wakeups(const std::string& call) {
+  open_source(const std::string& call) {
     calls.push_back(call);
     if (watch_fails > 0) {
       --watch_fails;
       throw_failure();
     }
     return std::make_unique<FakeWakeups>(
-        pending_wakeups, wakeup_breaks, listen_breaks, calls);
+        pending_wakeups, wakeup_breaks, listen_breaks, open_wakeups, calls);
   }
 };
 

@@ -1,7 +1,9 @@
 #include <rlock/lock/restart_grace.hpp>
+#include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
+#include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
@@ -31,26 +33,65 @@ format_whole_seconds(seconds duration) {
              : format_duration(duration);
 }
 
-// Returns the latest start the INFO reply set aside on `connection` allows.
+// Returns the start that counts for the grace from the replies to INFO
+// server and INFO replication set aside on `connection`: the latest start
+// the uptime allows, or, for a server that holds a synced copy, a start a
+// whole grace ago (it lost nothing when it started).
 BootTime
 start_from_info(redis::Connection& connection, const RestartGrace& grace) {
-  const auto reply = connection.take_aside_reply();
+  const auto server = connection.take_aside_reply();
+  const auto replication = connection.take_aside_reply();
   const BootTime received = boot_now();
   const auto address = connection.address();
-  if (!reply) {
+  if (!server) {
     unknown_start(address, "no reply to INFO", grace);
   }
-  if (reply->is_error()) {
-    unknown_start(address, "INFO refused: " + printable(reply->text), grace);
+  if (server->is_error()) {
+    unknown_start(address, "INFO refused: " + printable(server->text), grace);
   }
-  if (!reply->is_string()) {
+  if (!server->is_string()) {
     unknown_start(address, "unexpected reply to INFO", grace);
   }
-  const auto uptime = uptime_of(reply->text);
+  const auto uptime = uptime_of(server->text);
   if (!uptime) {
     unknown_start(address, "INFO has no uptime_in_seconds", grace);
   }
-  return latest_start(*uptime, received);
+  const BootTime started = latest_start(*uptime, received);
+  if (started + grace.length <= received || !replication
+      || !replication->is_string() || !holds_synced_copy(replication->text)) {
+    return started;
+  }
+  log::info("the Redis server at " + address + " started "
+            + format_whole_seconds(seconds(*uptime))
+            + " ago but holds a copy synced from its former master: not held "
+              "back ("
+            + grace.name + ")");
+  return received - grace.length;
+}
+
+// Returns the value of `name` in `fields` as an integer, or nothing.
+std::optional<std::int64_t>
+integer_field(const Fields& fields, std::string_view name) {
+  const auto it = fields.find(name);
+  if (it == fields.end()) {
+    return std::nullopt;
+  }
+  const auto& text = it->second;
+  std::int64_t value = 0;
+  const auto [end, error] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// True when `id` is a replication ID that is set: 40 hex digits, not all 0.
+bool
+set_replication_id(std::string_view id) {
+  return id.size() == 40
+         && id.find_first_not_of("0123456789abcdef") == std::string_view::npos
+         && id.find_first_not_of('0') != std::string_view::npos;
 }
 
 } // namespace
@@ -75,6 +116,24 @@ uptime_of(std::string_view info) {
     at += k_field.size();
   }
   return std::nullopt;
+}
+
+bool
+holds_synced_copy(std::string_view replication) {
+  const Fields fields = parse_info(replication);
+  const auto text = [&fields](std::string_view name) -> std::string_view {
+    const auto it = fields.find(name);
+    return it == fields.end() ? std::string_view() : it->second;
+  };
+  if (text("role") != "master" || !set_replication_id(text("master_replid2"))
+      || text("repl_backlog_active") != "1") {
+    return false;
+  }
+  const auto promoted_at = integer_field(fields, "second_repl_offset");
+  const auto copied_at =
+      integer_field(fields, "repl_backlog_first_byte_offset");
+  return promoted_at && copied_at && *copied_at >= 1
+         && *promoted_at > *copied_at;
 }
 
 BootTime
@@ -127,6 +186,7 @@ attempt_after_grace(redis::Connection& connection,
     return attempt();
   }
   connection.append_aside({"INFO", "server"});
+  connection.append_aside({"INFO", "replication"});
   AcquireAttempt result = attempt();
   std::optional<AcquireAttempt> busy;
   try {

@@ -20,6 +20,28 @@ struct RestartGrace {
 // Returns the uptime_in_seconds field of an INFO reply's text, or nothing.
 std::optional<std::int64_t> uptime_of(std::string_view info);
 
+// True when `replication`, the text of an INFO replication reply, shows a
+// master whose data is a copy it took from a master since it started: a
+// replica promoted after a full or partial resynchronization completed. Such
+// a server lost nothing when it started (the copy replaced whatever it
+// started with), so the grace does not hold it back. Redis tells by:
+// - role:master;
+// - master_replid2 set (not all zeros): set only by a promotion, by a
+//   partial resync onto a master's new history, and (Redis 7+) by a master
+//   that reloads an RDB file written with replication information;
+// - repl_backlog_active:1: a replica creates its backlog only once a
+//   resynchronization completes, never for the data it started with (a
+//   replica promoted before that has none);
+// - second_repl_offset (the offset at the promotion, plus one) greater than
+//   repl_backlog_first_byte_offset (the offset at the resynchronization,
+//   plus one): the master's stream went on after the copy. A master that
+//   reloaded an RDB file has both at the file's offset, plus one, however
+//   much it wrote since.
+// Anything else, a field missing or malformed included, is false. It trusts
+// the master the copy came from: a master that restarted empty and stayed
+// master (no failover) hands its loss to the replicas that copy it.
+bool holds_synced_copy(std::string_view replication);
+
 // Returns the latest instant at which a server can have started that
 // reported `uptime_seconds` in a reply received at `received`.
 BootTime latest_start(std::int64_t uptime_seconds, BootTime received);
@@ -33,13 +55,14 @@ std::optional<AcquireAttempt> held_back(const std::string& address,
                                         BootTime now);
 
 // Runs `attempt` (an acquire, or a look at the lock) on `connection`, unless
-// the server started less than `grace` ago: then it answers held_back() and,
-// when the attempt took the lock, calls `undo`. The first attempt on a
-// connection carries an INFO with it in the same write; later ones ask the
-// server nothing more, and a held-back one is not sent at all. Emits `busy`
-// for `name` when the server held the attempt back. Throws Error
-// (unavailable) when the server will not say when it started, or as
-// `attempt` does.
+// the server started less than `grace` ago and holds no synced copy
+// (holds_synced_copy()): then it answers held_back() and, when the attempt
+// took the lock, calls `undo`. The first attempt on a connection carries
+// INFO server and INFO replication with it in the same write (two commands:
+// Redis 6 reads one section per INFO); later ones ask the server nothing
+// more, and a held-back one is not sent at all. Emits `busy` for `name` when
+// the server held the attempt back. Throws Error (unavailable) when the
+// server will not say when it started, or as `attempt` does.
 AcquireAttempt
 attempt_after_grace(redis::Connection& connection,
                     const std::string& name,

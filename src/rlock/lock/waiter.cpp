@@ -423,17 +423,30 @@ Waiter::report(const AcquireAttempt& attempt) {
                 {"holders", attempt.holders}});
 }
 
-// Leaves the queue, so that nobody waits for a waiter that is gone.
+// Gives up the wait. First it stops listening: until the server has seen
+// its wake-up connection close, a release hands its wake-up to this waiter
+// on its way out. Then it leaves: out of the queue, so that nobody waits for
+// a waiter that is gone, and, when the lock is free, a wake-up for the next
+// waiter (leave.lua), since one may have come here between the last look and
+// the close. Every waiter leaves, queued or not: outside the queue it listens
+// on the shared wake-up list, where that wake-up was meant for another.
 void
 Waiter::give_up() {
-  if (!m_leave || (!m_options.fair && !m_queued)) {
+  m_wakeups.reset();
+  if (!m_leave) {
     return;
   }
   try {
     m_leave();
   } catch (const Error& e) {
-    log::warning(std::string(e.what()) + "; the queue entry expires within "
-                 + format_duration(k_queue_entry_ttl));
+    if (m_options.fair || m_queued) {
+      log::warning(std::string(e.what()) + "; the queue entry expires within "
+                   + format_duration(k_queue_entry_ttl));
+    } else {
+      log::info(std::string(e.what())
+                + "; a wake-up handed to this waiter is left to the others' "
+                  "safety net");
+    }
   }
 }
 

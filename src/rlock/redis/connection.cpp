@@ -119,7 +119,7 @@ Connection::read_reply() {
         return std::move(*reply);
       }
       --m_aside_pending;
-      m_aside = std::move(*reply);
+      m_aside.push_back(std::move(*reply));
       continue;
     }
     read_more(true);
@@ -128,14 +128,21 @@ Connection::read_reply() {
 
 void
 Connection::append_aside(const std::vector<std::string>& args) {
+  if (m_aside_pending == 0) {
+    m_aside.clear();
+  }
   append(args);
   ++m_aside_pending;
-  m_aside.reset();
 }
 
 std::optional<Reply>
 Connection::take_aside_reply() {
-  return std::exchange(m_aside, std::nullopt);
+  if (m_aside.empty()) {
+    return std::nullopt;
+  }
+  Reply reply = std::move(m_aside.front());
+  m_aside.pop_front();
+  return reply;
 }
 
 std::optional<BootTime>

@@ -8,6 +8,7 @@
 #include <rlock/util/clock.hpp>
 #include <rlock/util/duration.hpp>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,15 +58,17 @@ public:
   // Queues a command that goes out with the next one, its reply kept for
   // take_aside_reply() instead of being returned by read_reply(): a question
   // that rides along without a round trip of its own. Only with no reply
-  // pending.
+  // pending; several may go out together.
   void append_aside(const std::vector<std::string>& args);
 
-  // Returns the reply to the last append_aside() once read_reply() met it.
+  // Returns the replies to the last append_aside() calls, one per call in
+  // their order, once read_reply() met them; nothing when none is left.
   std::optional<Reply> take_aside_reply();
 
   // The latest instant, by our clock, at which the server can have started,
-  // once learned on this connection (a restart ends the connection, so it
-  // holds for the connection's life); nothing until then.
+  // as the restart grace counts it (lock/restart_grace.hpp), once learned on
+  // this connection (a restart ends the connection, so it holds for the
+  // connection's life); nothing until then.
   std::optional<BootTime> server_started() const;
   void set_server_started(BootTime started);
 
@@ -100,7 +103,7 @@ private:
   Duration m_io_timeout{};
   int m_aside_pending = 0; // replies to set aside before the next one
   bool m_asking = false;
-  std::optional<Reply> m_aside;
+  std::deque<Reply> m_aside;
   std::optional<BootTime> m_server_started;
 };
 
