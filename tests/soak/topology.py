@@ -441,9 +441,9 @@ class Phase:
 
     def draw_run(self, rng):
         ttl = rng.choice(TTLS_MS)
-        # Half short, half long enough to renew (up to 2.5 TTLs): the
-        # reviewers' overlaps needed long commands.
-        long = rng.random() < 0.5
+        # Short, or (--long-share of them, half by default) long enough to
+        # renew (up to 2.5 TTLs): the reviewers' overlaps needed long commands.
+        long = rng.random() < self.args.long_share
         return {
             "name": rng.choice(NAMES),
             "ttl_ms": ttl,
@@ -470,7 +470,7 @@ class Phase:
         opts += ["-t", f"{spec['ttl_ms']}ms",
                  "--events", os.path.join(self.dir, "runs", run + ".events")]
         opts += ["-w", f"{spec['wait_ms']}ms"] if spec["mode"] == "w" else ["-n"]
-        if spec["fair"]:
+        if spec["fair"] and self.topo.kind != "redlock":  # no --fair with a quorum
             opts.append("--fair")
         if self.args.replicas != "default":
             opts += ["--replicas", self.args.replicas]
@@ -713,10 +713,16 @@ def check_exits(d, runs, per_name):
         entered = r is not None and "enter" in r
         status = r.get("exit") if r else None
         completed = status == planned
+        mono_ms, after = lost_at(d, run)
         if rc == 70:
-            if entered and completed:
+            # Completed: it exited by itself, with its status, before rlock
+            # said the lock was lost (if it said so at all).
+            end = max((t for kind, t, _ in lines.get(run, []) if kind == "exit"), default=None)
+            if entered and completed and (mono_ms is None or end < mono_ms * 1_000_000):
                 wrong.append(f"{run}: exit 70 (lost), but its section completed "
-                             f"(status {status}, not cut)")
+                             f"(status {status}, not cut)"
+                             + (f" {(mono_ms * 1_000_000 - end) / 1e6:.0f} ms before rlock "
+                                "said lost" if mono_ms is not None else ""))
         elif rc in (69, 75):
             if entered:
                 wrong.append(f"{run}: exit {rc} ({'unavailable' if rc == 69 else 'busy'}), "
@@ -730,7 +736,6 @@ def check_exits(d, runs, per_name):
         else:
             wrong.append(f"{run}: exit {soak.status_name(rc)}, not the command's "
                          f"{planned}, 69, 70 or 75")
-        mono_ms, after = lost_at(d, run)
         if after:
             other.append(f"{run}: events {', '.join(after)} after lost")
         own = lines.get(run, [])
@@ -922,6 +927,8 @@ def main():
     r.add_argument("--replicas", choices=["default", "0"], default="default")
     r.add_argument("--workers", type=int, default=5)
     r.add_argument("--selftest-seconds", type=float, default=15)
+    r.add_argument("--long-share", type=float, default=0.5,
+                   help="the share of runs whose command is long enough to renew")
     r.add_argument("--no-faults", dest="faults", action="store_false")
     c = sub.add_parser("check")
     c.add_argument("dir")
