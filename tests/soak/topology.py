@@ -183,14 +183,31 @@ class Topology:
             pass
 
     def restart(self, port):
-        self.bash('topology_restart "$1"', str(port))
+        # The ports are in the kernel's ephemeral range: a connection from
+        # anyone may hold a dead server's port as its own for a moment.
+        for attempt in range(10):
+            try:
+                self.bash('topology_restart "$1"', str(port))
+                return
+            except HarnessError as err:
+                if "is taken" not in str(err) or attempt == 9:
+                    raise
+            time.sleep(0.5)
 
     def blackhole(self, port):
         """A listener on port whose accept queue is full: a connect gets no
         answer (its SYN is dropped), as from a host that went silent."""
         lsock = socket.socket()
         lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        lsock.bind(("127.0.0.1", port))
+        for attempt in range(50):  # see restart(): the port may be held briefly
+            try:
+                lsock.bind(("127.0.0.1", port))
+                break
+            except OSError as err:
+                if attempt == 49:
+                    lsock.close()
+                    raise HarnessError(f"black hole on {port}: {err}") from None
+                time.sleep(0.1)
         lsock.listen(0)
         self.listeners.append(lsock)
         for _ in range(3):
@@ -350,7 +367,9 @@ class Cluster(Topology):
                     raise HarnessError(f"{r} not master {SETTLE_S} s after CLUSTER FAILOVER")
                 time.sleep(0.1)
             return f"{r} took over from {m}"
-        d = self.rng.uniform(2.0, 4.0)
+        # Long enough, mostly, for its replica to take over meanwhile
+        # (cluster-node-timeout 1 s): it resumes as a zombie master.
+        d = self.rng.uniform(3.0, 5.0)
         self.freeze(m)
         try:
             time.sleep(d)
@@ -528,7 +547,7 @@ class Phase:
     def nemesis(self):
         rng = random.Random(f"{self.args.seed}-nemesis")
         self.topo.rng = random.Random(f"{self.args.seed}-faults")
-        kinds = list(FAULTS[self.topo.kind])
+        kinds = self.args.kinds
         queue = []
         while not self.stop.wait(rng.uniform(*GAP_S)):
             if not queue:
@@ -776,6 +795,18 @@ def longest_gap(per_name, start_ns, faults):
     return gap / 1e9, f"{name} at +{(at - start_ns) / 1e9:.1f}s{cause}"
 
 
+def overlaps_by_fault(intervals, per_name, faults):
+    """How many overlaps came after each kind of fault: the fault that began
+    last before the second section entered ("none" before the first)."""
+    found = Counter()
+    for item in intervals:
+        name, rest = item.split(": ", 1)
+        first = per_name[name][rest.split()[0]]["first"]
+        before = [f for f in faults if f["start_ns"] <= first]
+        found[before[-1]["kind"] if before else "none"] += 1
+    return dict(found)
+
+
 def check(d, expect_violation=False):
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
@@ -791,6 +822,7 @@ def check(d, expect_violation=False):
               for o in meta["outlived"]]
     gap_s, gap_where = longest_gap(per_name, meta["start_ns"], meta["faults"])
     faults = Counter(f["kind"] for f in meta["faults"])
+    after = overlaps_by_fault(intervals, per_name, meta["faults"])
     violations = {"overlap (intervals)": intervals, "overlap (marker)": marker,
                   "fence inversion": fences, "wrong exit code": wrong,
                   "other (lost, outlived, hang)": other}
@@ -802,7 +834,7 @@ def check(d, expect_violation=False):
         "topology": meta["topology"], "locker": meta["locker"], "replicas": meta["replicas"],
         "seed": meta["seed"], "seconds": meta["seconds"], "faults": dict(faults),
         "runs": len(runs), "sections": sections, "long_sections": long_sections,
-        "overlaps": len(intervals), "marker_overlaps": len(marker),
+        "overlaps": len(intervals), "overlaps_after": after, "marker_overlaps": len(marker),
         "fence_inversions": len(fences), "wrong_exit_codes": len(wrong),
         "other": len(other), "longest_gap_s": round(gap_s, 2), "gap_where": gap_where,
         "exit_codes": dict(codes), "load": meta.get("load"), "violations": total,
@@ -818,6 +850,9 @@ def check(d, expect_violation=False):
         "exit codes: " + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())),
         f"overlaps: {len(intervals)} (marker: {len(marker)}); fence inversions: "
         f"{len(fences)}; wrong exit codes: {len(wrong)}; other: {len(other)}",
+        *([("overlaps after each kind of fault (the last one before the second "
+            "entered): " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())))]
+          if after else []),
         f"longest gap with no holder: {gap_s:.1f}s ({gap_where})",
         f"violations: {total}",
     ]
@@ -930,6 +965,9 @@ def main():
     r.add_argument("--long-share", type=float, default=0.5,
                    help="the share of runs whose command is long enough to renew")
     r.add_argument("--no-faults", dest="faults", action="store_false")
+    r.add_argument("--faults", dest="kinds", default="",
+                   help="the fault kinds to draw from, comma-separated (default all "
+                        "of the topology's)")
     c = sub.add_parser("check")
     c.add_argument("dir")
     c.add_argument("--expect-violation", action="store_true")
@@ -941,6 +979,12 @@ def main():
         return table(args.dir, args.topologies)
     if args.cmd == "check":
         return check(args.dir, args.expect_violation)
+    known = FAULTS[args.topology]
+    args.kinds = [k for k in args.kinds.split(",") if k] or list(known)
+    if set(args.kinds) - set(known):
+        print(f"topology.py: --faults: {args.topology} has the kinds {','.join(known)}, "
+              f"not {','.join(sorted(set(args.kinds) - set(known)))}", file=sys.stderr)
+        return 64
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10**9)
     args.rlock = os.path.abspath(args.rlock)
