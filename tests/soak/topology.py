@@ -797,6 +797,23 @@ def longest_gap(per_name, start_ns, faults):
     return gap / 1e9, f"{name} at +{(at - start_ns) / 1e9:.1f}s{cause}"
 
 
+def interval_overlaps(per_name):
+    """soak.py's detector, saying how long the two sections overlapped: from
+    the second one's first line to the first of their last lines."""
+    found = []
+    for name, runs in per_name.items():
+        order = sorted((r["first"], run) for run, r in runs.items())
+        best_last, best_run = None, None
+        for first, run in order:
+            last = runs[run]["last"]
+            if best_last is not None and first < best_last:
+                found.append(f"{name}: {run} entered while {best_run} ran: two holders "
+                             f"for {(min(last, best_last) - first) / 1e6:.0f} ms")
+            if best_last is None or last > best_last:
+                best_last, best_run = last, run
+    return found
+
+
 def overlaps_by_fault(intervals, per_name, faults):
     """How many overlaps came after each kind of fault: the fault that began
     last before the second section entered ("none" before the first)."""
@@ -817,7 +834,7 @@ def check(d, expect_violation=False):
     sections = sum(1 for rs in per_name.values() for r in rs.values() if "enter" in r)
     long_sections = sum(1 for run, s in runs.items() if s.get("long")
                         and any("enter" in rs.get(run, {}) for rs in per_name.values()))
-    intervals = soak.interval_overlaps(per_name)
+    intervals = interval_overlaps(per_name)
     fences = soak.fence_regressions(per_name)
     codes, wrong, other, completed_70 = check_exits(d, runs, per_name, meta["replicas"])
     other += [f"{o['run']}: pid {o['pid']} alive {o['after_s']} s after its locker exited"
@@ -825,6 +842,7 @@ def check(d, expect_violation=False):
     gap_s, gap_where = longest_gap(per_name, meta["start_ns"], meta["faults"])
     faults = Counter(f["kind"] for f in meta["faults"])
     after = overlaps_by_fault(intervals, per_name, meta["faults"])
+    longest_ms = max((int(i.rsplit(" ", 2)[1]) for i in intervals), default=0)
     violations = {"overlap (intervals)": intervals, "overlap (marker)": marker,
                   "fence inversion": fences, "wrong exit code": wrong,
                   "other (lost, outlived, hang)": other}
@@ -836,7 +854,7 @@ def check(d, expect_violation=False):
         "topology": meta["topology"], "locker": meta["locker"], "replicas": meta["replicas"],
         "seed": meta["seed"], "seconds": meta["seconds"], "faults": dict(faults),
         "runs": len(runs), "sections": sections, "long_sections": long_sections,
-        "overlaps": len(intervals), "overlaps_after": after, "marker_overlaps": len(marker),
+        "overlaps": len(intervals), "longest_overlap_ms": longest_ms, "overlaps_after": after, "marker_overlaps": len(marker),
         "fence_inversions": len(fences), "wrong_exit_codes": len(wrong),
         "other": len(other), "completed_70": len(completed_70), "longest_gap_s": round(gap_s, 2), "gap_where": gap_where,
         "exit_codes": dict(codes), "load": meta.get("load"), "violations": total,
@@ -850,7 +868,8 @@ def check(d, expect_violation=False):
         "faults: " + (", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"),
         f"runs: {len(runs)}; sections run: {sections} ({long_sections} long enough to renew)",
         "exit codes: " + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())),
-        f"overlaps: {len(intervals)} (marker: {len(marker)}); fence inversions: "
+        f"overlaps: {len(intervals)} (marker: {len(marker)}; the longest "
+        f"{longest_ms} ms); fence inversions: "
         f"{len(fences)}; wrong exit codes: {len(wrong)}; other: {len(other)}",
         *([("overlaps after each kind of fault (the last one before the second "
             "entered): " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())))]
@@ -902,7 +921,9 @@ def table(d, topologies):
             s = json.load(f)
         faults = ", ".join(f"{k} {v}" for k, v in sorted(s["faults"].items())) or "none"
         rows.append(f"| {t} | {s['replicas']} | {s['seconds']:.0f} | {faults} | "
-                    f"{s['sections']} ({s['long_sections']}) | {s['overlaps']} | "
+                    f"{s['sections']} ({s['long_sections']}) | {s['overlaps']}"
+                    + (f" (up to {s['longest_overlap_ms'] / 1000:.1f}s)" if s["overlaps"] else "")
+                    + " | "
                     f"{s['fence_inversions']} | {s['wrong_exit_codes']} | {s['other']} | "
                     f"{s['longest_gap_s']:.1f}s |")
     print("\n".join(rows), flush=True)
