@@ -46,6 +46,7 @@ RESTART_GRACE = "10s"  # the hold-back, on: at least the longest TTL
 HANG_S = 120.0  # a run still going after this long is a hang
 GRACE_S = 3.0  # a process of a run may outlive its rlock this long
 LOST_SLACK_NS = 1_000_000_000  # a section stops within this of its `lost` event
+COMPLETED_SLACK_NS = 500_000_000  # see check_exits()
 SETTLE_S = 90  # a topology that has not settled after a fault: harness failure
 GAP_S = (2.0, 5.0)  # the pause between faults, after the topology settled
 FAULTS = {
@@ -714,9 +715,15 @@ def read_lines(d):
 
 
 def check_exits(d, runs, per_name, replicas):
-    """The exit statuses against what the critical sections wrote. With
+    """The exit statuses against what the critical sections wrote.
+
+    An exit 70 for a section that completed is wrong when the section's exit
+    line comes COMPLETED_SLACK_NS or more before rlock's `lost` event (or
+    there is none): the lock outlived the command (issue #27 item 4). Closer
+    than that it is a race that this log cannot judge (cs.py stamps its exit
+    line before the interpreter exits, and rlock may decide meanwhile); with
     --replicas 0 a failover may really take the lock away during a command
-    that then completes: its 70 is true, and only counted (`completed_70`)."""
+    that then completes, and 70 is true. Those are only counted."""
     cs = {run: r for rs in per_name.values() for run, r in rs.items()}
     lines = read_lines(d)
     codes, wrong, other, completed_70 = Counter(), [], [], []
@@ -736,14 +743,14 @@ def check_exits(d, runs, per_name, replicas):
         completed = status == planned
         mono_ms, after = lost_at(d, run)
         if rc == 70:
-            # Completed: it exited by itself, with its status, before rlock
-            # said the lock was lost (if it said so at all).
             end = max((t for kind, t, _ in lines.get(run, []) if kind == "exit"), default=None)
-            if entered and completed and (mono_ms is None or end < mono_ms * 1_000_000):
-                (completed_70 if replicas == "0" else wrong).append(f"{run}: exit 70 (lost), but its section completed "
-                             f"(status {status}, not cut)"
-                             + (f" {(mono_ms * 1_000_000 - end) / 1e6:.0f} ms before rlock "
-                                "said lost" if mono_ms is not None else ""))
+            lead = None if mono_ms is None or end is None else mono_ms * 1_000_000 - end
+            if entered and completed and (lead is None or lead >= 0):
+                text = (f"{run}: exit 70 (lost), but its section completed (status {status}, "
+                        "not cut)" + ("" if lead is None else
+                                      f" {lead / 1e6:.0f} ms before rlock said lost"))
+                judged = replicas != "0" and (lead is None or lead >= COMPLETED_SLACK_NS)
+                (wrong if judged else completed_70).append(text)
         elif rc in (69, 75):
             if entered:
                 wrong.append(f"{run}: exit {rc} ({'unavailable' if rc == 69 else 'busy'}), "
@@ -854,9 +861,11 @@ def check(d, expect_violation=False):
         "topology": meta["topology"], "locker": meta["locker"], "replicas": meta["replicas"],
         "seed": meta["seed"], "seconds": meta["seconds"], "faults": dict(faults),
         "runs": len(runs), "sections": sections, "long_sections": long_sections,
-        "overlaps": len(intervals), "longest_overlap_ms": longest_ms, "overlaps_after": after, "marker_overlaps": len(marker),
+        "overlaps": len(intervals), "longest_overlap_ms": longest_ms,
+        "overlaps_after": after, "marker_overlaps": len(marker),
         "fence_inversions": len(fences), "wrong_exit_codes": len(wrong),
-        "other": len(other), "completed_70": len(completed_70), "longest_gap_s": round(gap_s, 2), "gap_where": gap_where,
+        "other": len(other), "completed_70": len(completed_70),
+        "longest_gap_s": round(gap_s, 2), "gap_where": gap_where,
         "exit_codes": dict(codes), "load": meta.get("load"), "violations": total,
         "harness_errors": harness,
     }
@@ -874,8 +883,8 @@ def check(d, expect_violation=False):
         *([("overlaps after each kind of fault (the last one before the second "
             "entered): " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())))]
           if after else []),
-        *([f"exit 70 for a section that completed: {len(completed_70)} (not counted "
-            "as wrong with --replicas 0: a failover may take the lock away mid-command)"]
+        *([f"exit 70 for a section that completed, not judged: {len(completed_70)} "
+            "(with --replicas 0, or within 0.5 s of rlock's lost event)"]
           if completed_70 else []),
         f"longest gap with no holder: {gap_s:.1f}s ({gap_where})",
         f"violations: {total}",
