@@ -37,6 +37,7 @@ from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
 import soak  # noqa: E402  (the single-server soak: its log readers and detectors)
 
 LIB = os.path.join(HERE, "..", "lib", "topology.bash")
