@@ -13,6 +13,11 @@
 #                     redis-py (bench/RESULTS.md)
 #   make soak         randomized fault injection, SOAK_SECONDS (600) long;
 #                     SEED=N replays a run (tests/soak/README.md)
+#   make soak-topology  the same on Sentinel, Cluster and Redlock: failovers,
+#                     kills, freezes, a black-holed member; SOAK_SECONDS per
+#                     topology, TOPOLOGIES=sentinel,cluster,redlock (default
+#                     all), SEED=N, SOAK_REPLICAS=default|0, SOAK_LOCKER=unsafe
+#                     (must fail); tests/soak/README.md, "The topology soak"
 #   make deb          build/rlock_VERSION_ARCH.deb (packaging/README.md)
 #   make dist         build/rlock-VERSION.tar.gz, the committed tree (git archive)
 #   make check-packaging  build, install and remove the .deb (root); parse the
@@ -48,7 +53,7 @@ SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
 SHELL_FILES = $(shell tests/lint/shell-files)
 
 .PHONY: all build test demo asan clang check-format format lint install clean \
-  bench deb dist check-packaging fuzz tsan soak
+  bench deb dist check-packaging fuzz tsan soak soak-topology
 
 all: build
 
@@ -132,6 +137,11 @@ bench:
 soak:
 	@$(MAKE) --no-print-directory build
 	SOAK_SECONDS=$(SOAK_SECONDS) SEED=$(SEED) tests/soak/run $(BUILD_DIR)/rlock
+
+# Each topology runs its self-test (the unsafe locker must overlap) first.
+soak-topology:
+	@$(MAKE) --no-print-directory build
+	SOAK_SECONDS=$(SOAK_SECONDS) SEED=$(SEED) tests/soak/topology-run $(BUILD_DIR)/rlock
 
 deb:
 	@packaging/install-deps $(DEB_PACKAGES)

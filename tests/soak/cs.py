@@ -2,9 +2,9 @@
 """The soak's critical section: the command every locker runs under NAME.
 
 It trusts nothing but the kernel: it takes an O_EXCL marker file per NAME on
-entry and appends what it does, with CLOCK_REALTIME stamps, to an append-only
-per-NAME log that the checker (soak.py) reads afterwards. See README.md,
-"The critical section".
+entry and appends what it does, with stamps of one clock (SOAK_CLOCK), to an
+append-only per-NAME log that the checker (soak.py, topology.py) reads
+afterwards. See README.md, "The critical section".
 
 Environment (set by soak.py; RLOCK_FENCE by the locker):
   SOAK_STATE    directory with markers/ and logs/
@@ -14,6 +14,10 @@ Environment (set by soak.py; RLOCK_FENCE by the locker):
   SOAK_HB       none | setsid | timeout: an out-of-group heartbeat child
   SOAK_HB_MS    how long that child writes heartbeats
   SOAK_STATUS   the exit status of a run that is not interrupted
+  SOAK_CLOCK    realtime (default) or boottime: the clock of the stamps
+                (CLOCK_BOOTTIME is shared by every process of the machine and
+                is the clock of rlock's --events mono_ms; the topology soak
+                uses it)
 
 `cs.py --heartbeat` is the child's entry point (started through timeout(1)).
 
@@ -59,10 +63,12 @@ NAME = env("SOAK_NAME")
 RUN = env("SOAK_RUN")
 MARKER = os.path.join(STATE, "markers", NAME)
 LOG = os.path.join(STATE, "logs", NAME + ".log")
+CLOCK = {"realtime": time.CLOCK_REALTIME,
+         "boottime": time.CLOCK_BOOTTIME}[os.environ.get("SOAK_CLOCK", "realtime")]
 
 
 def log(kind, *fields):
-    line = " ".join([kind, RUN, str(os.getpid()), str(time.time_ns())]
+    line = " ".join([kind, RUN, str(os.getpid()), str(time.clock_gettime_ns(CLOCK))]
                     + [str(f) for f in fields]) + "\n"
     fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -4,7 +4,8 @@ unsafe locker of SOAK_LOCKER=unsafe and of the self-test.
 
 `SET NX PX` without renewal: the lease runs out while COMMAND still runs, and
 the next one takes it. WAIT_MS -1 waits forever, 0 is -n (exit 75). The fence
-is an INCR, passed as RLOCK_FENCE. The release is a plain DEL. This is what
+is an INCR, passed as RLOCK_FENCE. The release is a plain DEL. An error
+reply (a Cluster's MOVED, a replica's READONLY) exits 69. This is what
 the checker must catch; it is not a locker to copy.
 """
 
@@ -34,16 +35,26 @@ def command(sock, *args):
 def main():
     host, port, name, ttl_ms, wait_ms = sys.argv[1:6]
     argv = sys.argv[6:]
-    key = "soak-unsafe:" + name
+    key = "soak-unsafe:{" + name + "}"  # the fence in the same Cluster slot
     deadline = None if int(wait_ms) < 0 else time.monotonic() + int(wait_ms) / 1000
     try:
         sock = socket.create_connection((host, int(port)), timeout=5)
-        while not command(sock, "SET", key, str(os.getpid()), "NX", "PX",
-                          ttl_ms).startswith("+OK"):
+        while True:
+            reply = command(sock, "SET", key, str(os.getpid()), "NX", "PX", ttl_ms)
+            if reply.startswith("+OK"):
+                break
+            if reply.startswith("-"):
+                # MOVED, READONLY, ...: this locker follows nothing.
+                print(f"unsafe_lock: {reply.strip()}", file=sys.stderr)
+                return 69
             if deadline is not None and time.monotonic() >= deadline:
                 return 75
             time.sleep(0.02)
-        fence = command(sock, "INCR", key + ":fence")[1:].strip()
+        fence = command(sock, "INCR", key + ":fence")
+        if not fence.startswith(":"):
+            print(f"unsafe_lock: {fence.strip()}", file=sys.stderr)
+            return 69
+        fence = fence[1:].strip()
     except OSError as err:
         print(f"unsafe_lock: {err}", file=sys.stderr)
         return 69
