@@ -48,6 +48,16 @@ struct Supervision {
   std::optional<std::string> loss;
 };
 
+// Why rlock stops a command whose watchdog died: the lease still holds,
+// but should rlock now be stopped or killed, nothing would stop the command
+// at the lease's end.
+std::string
+watchdog_died(pid_t watchdog) {
+  return "its watchdog (pid " + std::to_string(watchdog)
+         + ") died: nothing would stop the command at the lease's end "
+           "should rlock be stopped or killed";
+}
+
 std::int64_t
 milliseconds(Duration duration) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(duration)
@@ -148,14 +158,17 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
   return spec;
 }
 
-// Waits for one of: a signal, news from the renewer, the timer.
+// Waits for one of: a signal, news from the renewer, the timer, the death
+// of the watchdog (`watchdog_fd`, -1 for none).
 void
 wait_for_event(const proc::SignalBlock& signals,
                const lock::Renewer& renewer,
-               const proc::BootTimer& timer) {
-  std::array<pollfd, 3> fds{{{signals.fd(), POLLIN, 0},
+               const proc::BootTimer& timer,
+               int watchdog_fd) {
+  std::array<pollfd, 4> fds{{{signals.fd(), POLLIN, 0},
                              {renewer.wakeup_fd(), POLLIN, 0},
-                             {timer.fd(), POLLIN, 0}}};
+                             {timer.fd(), POLLIN, 0},
+                             {watchdog_fd, 0, 0}}};
   ::poll(fds.data(), fds.size(), -1);
   renewer.drain_wakeups();
   timer.drain();
@@ -164,12 +177,14 @@ wait_for_event(const proc::SignalBlock& signals,
 // Starts stopping the child after a loss: the kill signal now and SIGKILL
 // kill_after later, or SIGKILL at once when the lease may already have
 // expired (rlock was stopped or suspended past it). Returns when to SIGKILL.
+// `what` heads the line: the lock was lost, or rlock gave it up.
 BootTime
 stop_child(const proc::Child& child,
            pid_t watchdog,
            const lock::Renewer& renewer,
            const Held& held,
-           const std::string& loss) {
+           const std::string& loss,
+           const std::string& what) {
   const auto& options = held.options;
   const BootTime now = boot_now();
   const BootTime lease_end =
@@ -180,7 +195,7 @@ stop_child(const proc::Child& child,
   // Signal first: saying so must not delay it.
   proc::signal_tree(child, watchdog, signal);
   events::emit("lost", held.lock.name(), {{"reason", loss}});
-  log::error("lost lock " + quote(held.lock.name()) + ": " + loss + "; sent SIG"
+  log::error(what + " " + quote(held.lock.name()) + ": " + loss + "; sent SIG"
              + proc::signal_name(signal) + " to the command");
   return sigkill_at;
 }
@@ -205,6 +220,7 @@ supervise(proc::Child& child,
     // The loss first: a child that ended after its lease may have run out
     // (killed by the watchdog while rlock was stopped, say) lost the lock.
     if (!result.loss) {
+      std::string what = "lost lock";
       result.loss = renewer.check_loss();
       // The watchdog fires at the deadline rlock last gave it: a child that
       // died after it, or by the watchdog's hand, ran out of lease.
@@ -214,8 +230,15 @@ supervise(proc::Child& child,
         result.loss = renewer.give_up(
             "the lease ran out; the command was killed at its end");
       }
+      // Without its watchdog the run cannot keep its promise: a command
+      // still running is stopped as after a loss. One that ended is done.
+      if (!result.loss && !code && !watchdog_process.alive()) {
+        result.loss = renewer.give_up(watchdog_died(watchdog));
+        what = "gave up lock";
+      }
       if (result.loss) {
-        sigkill_at = stop_child(child, watchdog, renewer, held, *result.loss);
+        sigkill_at =
+            stop_child(child, watchdog, renewer, held, *result.loss, what);
       }
     }
     if (code) {
@@ -245,7 +268,10 @@ supervise(proc::Child& child,
     timer.arm(!result.loss ? std::optional(renewer.next_check())
               : killed     ? std::nullopt
                            : sigkill_at);
-    wait_for_event(signals, renewer, timer);
+    wait_for_event(signals,
+                   renewer,
+                   timer,
+                   result.loss ? -1 : watchdog_process.death_fd());
     while (const int signal = signals.take()) {
       if (signal == SIGCHLD) {
         reap_orphans = true;
@@ -330,6 +356,11 @@ run_held(const Held& held,
   proc::become_subreaper();
   // Armed before the command starts.
   const BootTime kill_at = options.timing.valid_until(lock.lease_start());
+  if (prepared && !prepared->alive()) {
+    // A waiter's watchdog killed while it waited: still one thread, so a
+    // new one can be forked.
+    prepared.reset();
+  }
   if (!prepared) {
     prepared.emplace(start_watchdog(lock.token(), kill_at));
   }
