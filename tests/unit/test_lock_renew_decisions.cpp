@@ -86,6 +86,40 @@ TEST_CASE("a lease the store no longer has is lost at once") {
   CHECK(r.store->count("renew") == 1);
 }
 
+TEST_CASE("a lease gone before the thread started is lost when it starts, "
+          "not at the first renewal") {
+  // A server that restarted empty between the acquire and the thread's
+  // start closed no connection the thread could watch.
+  Renewing r(
+      [](FakeStore& s) {
+        s.check_answer = [] { return std::optional<Duration>(); };
+      },
+      30s);
+  const auto loss = r.loss_within(2s);
+  REQUIRE(loss);
+  CHECK_THAT(*loss, Catch::Contains("deleted or taken over"));
+  CHECK(r.store->count("check") == 1);
+  CHECK(r.store->count("renew") == 0);
+}
+
+TEST_CASE("a first look that fails is followed by a renewal at once") {
+  // The server may be restarting: renewing at once, and again until it
+  // answers, finds out whether the lease survived.
+  Renewing r(
+      [](FakeStore& s) {
+        s.check_answer = []() -> std::optional<Duration> {
+          throw redis::Failure(redis::FailureKind::closed,
+                               "cannot connect to fake: refused");
+        };
+        s.renew_answer = [] { return lock::Renewal{false, -2}; };
+      },
+      30s);
+  const auto loss = r.loss_within(2s);
+  REQUIRE(loss);
+  CHECK_THAT(*loss, Catch::Contains("deleted or taken over"));
+  CHECK(r.store->count("renew") == 1);
+}
+
 TEST_CASE("a failed renewal is retried, and a later success counts") {
   Renewing r([](FakeStore& s) {
     auto failures = std::make_shared<int>(2);

@@ -26,8 +26,8 @@ make_eventfd() {
 
 // How long a run goes without the renewal thread. The lease is safe
 // without it: the kill deadline, the watchdog and --restart-grace do not
-// depend on it; only an empty restart in these first milliseconds is
-// noticed at the first renewal rather than at once.
+// depend on it; an empty restart in these first milliseconds is noticed
+// when the thread starts and looks (look_once()).
 constexpr Duration k_thread_delay = std::chrono::milliseconds(100);
 
 void
@@ -126,6 +126,18 @@ Renewer::renew_until_lost() {
   connect_early();
   BootTime next = BootTime(m_last_sent_ns.load()) + m_timing.renew_interval;
   BootTime last_try = BootTime(m_last_sent_ns.load());
+  switch (look_once()) {
+  case Look::gone:
+    mark_lost("it was deleted or taken over");
+    return;
+  case Look::failed:
+    // Maybe a server that restarted and is not back yet: renew at once,
+    // retrying, as after a closed connection.
+    next = boot_now();
+    break;
+  case Look::held:
+    break;
+  }
   while (true) {
     const Wake wake = sleep_until(next);
     if (wake == Wake::stopped) {
@@ -304,6 +316,23 @@ Renewer::connect_early() {
     m_store->connect();
   } catch (const Error&) {
     // The first renewal connects again.
+  }
+}
+
+// Looks once whether the lease is still there, on the connection
+// sleep_until() watches from now on. The thread starts some time after the
+// acquire, on a connection of its own: a server that restarted empty in
+// between closed no connection of ours, and would go unnoticed until the
+// first renewal. Silent: a failure is the renewals' to report.
+Renewer::Look
+Renewer::look_once() {
+  try {
+    m_store->set_deadline(
+        std::min(kill_deadline(), boot_now() + m_timing.renew_interval / 2));
+    return m_store->check(m_name, m_token) ? Look::held : Look::gone;
+  } catch (const Error&) {
+    m_store->disconnect();
+    return Look::failed;
   }
 }
 
