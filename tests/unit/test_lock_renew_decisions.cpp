@@ -120,6 +120,28 @@ TEST_CASE("a first look that fails is followed by a renewal at once") {
   CHECK(r.store->count("renew") == 1);
 }
 
+TEST_CASE("after request_stop() no renewal starts") {
+  auto owned = std::make_unique<FakeStore>();
+  auto renewals = std::make_shared<std::atomic<int>>(0);
+  owned->renew_answer = [renewals]() -> lock::Renewal {
+    ++*renewals;
+    throw redis::Failure(redis::FailureKind::closed,
+                         "cannot connect to fake: refused");
+  };
+  const auto timing = lock::make_timing(300ms, std::nullopt).value();
+  lock::Renewer renewer(std::move(owned), "job", "token-1", timing, boot_now());
+  renewer.start();
+  // The first renewal is due at 100ms; failures are retried every 15ms.
+  std::this_thread::sleep_for(200ms);
+  renewer.request_stop();
+  const int asked = renewals->load();
+  std::this_thread::sleep_for(100ms);
+  // At most the one under way when asked to stop.
+  CHECK(renewals->load() <= asked + 1);
+  CHECK(asked >= 1);
+  renewer.stop();
+}
+
 TEST_CASE("a failed renewal is retried, and a later success counts") {
   Renewing r([](FakeStore& s) {
     auto failures = std::make_shared<int>(2);

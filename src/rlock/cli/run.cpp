@@ -82,13 +82,42 @@ report_gone(const Held& held) {
   log::error("lost lock " + quote(held.lock.name()) + ": " + reason);
 }
 
+// Says that the release (or --hold's last extension) got no answer in
+// time: the command ended inside its lease, so its status stands, and the
+// lease runs out by itself.
+void
+report_unconfirmed(const Held& held,
+                   Duration held_for,
+                   const std::string& why) {
+  const auto& options = held.options;
+  const auto& name = held.lock.name();
+  events::emit("release-failed",
+               name,
+               {{"held_ms", milliseconds(held_for)},
+                {"error", why},
+                {"ttl_ms", milliseconds(options.timing.ttl)}});
+  log::warning("could not confirm releasing " + quote(name) + " (" + why
+               + "); its lease runs out by itself, at most "
+               + format_seconds(options.timing.ttl)
+               + " (the TTL) after the server last renewed it");
+}
+
 // Releases the lock, or with --hold keeps it until D after it was acquired
-// (the key then simply expires). A Redis failure only warns: the lease's
-// expiry cleans up.
+// (the key then simply expires). Called once the command ended inside its
+// lease, with every step bounded by the lease's end: an answer "not held"
+// before that means the lock was taken from us (70), while no answer by
+// then only warns: the lease's expiry cleans up.
 Ending
 end_hold(const Held& held) {
   const auto held_for = boot_now() - held.lock.sent();
   const auto& name = held.lock.name();
+  const BootTime lease_end = held.lock.valid_until();
+  if (boot_now() >= lease_end) {
+    held.lock.release_quietly();
+    report_unconfirmed(held, held_for, "the lease ran out first");
+    return Ending::unknown;
+  }
+  held.lock.bound_steps_by(lease_end);
   try {
     if (held.options.hold && held_for < *held.options.hold) {
       const auto keep = *held.options.hold - held_for;
@@ -113,9 +142,7 @@ end_hold(const Held& held) {
     events::emit("released", name, {{"held_ms", milliseconds(held_for)}});
     return Ending::released;
   } catch (const Error& e) {
-    log::warning(std::string(e.what()) + "; lock " + quote(name)
-                 + " expires by itself within "
-                 + format_duration(held.options.timing.ttl));
+    report_unconfirmed(held, held_for, e.what());
     return Ending::unknown;
   }
 }
@@ -385,6 +412,9 @@ run_held(const Held& held,
   const RenewingScope renewing(lock);
   auto& renewer = lock.start_renewing();
   const auto result = supervise(*child, watchdog, renewer, signals, held);
+  // The command is over: no renewal starts after its end. One under way may
+  // still land; it reports nothing.
+  renewer.request_stop();
   if (result.loss) {
     proc::signal_tree(*child, watchdog.pid(), SIGKILL);
   }

@@ -101,10 +101,17 @@ Renewer::next_check() const {
 }
 
 void
-Renewer::stop() {
+Renewer::request_stop() {
   m_stopped = true;
   if (m_thread.joinable()) {
     signal_eventfd(m_stop.get());
+  }
+}
+
+void
+Renewer::stop() {
+  request_stop();
+  if (m_thread.joinable()) {
     m_thread.join();
   }
 }
@@ -140,7 +147,7 @@ Renewer::renew_until_lost() {
   }
   while (true) {
     const Wake wake = sleep_until(next);
-    if (wake == Wake::stopped) {
+    if (wake == Wake::stopped || m_stopped) {
       return;
     }
     if (wake == Wake::closed) {
@@ -197,8 +204,8 @@ Renewer::renew_once(BootTime deadline) {
     const bool first_failure = m_failure.empty();
     m_failure = e.what();
     // Past the deadline the lease is given up: no "retrying" after that,
-    // and nothing at all once the loss is marked.
-    if (!m_lost && boot_now() < deadline) {
+    // and nothing at all once the loss is marked or the owner is done.
+    if (!m_lost && !m_stopped && boot_now() < deadline) {
       if (first_failure) {
         log::warning(std::string(e.what()) + "; retrying");
       }
@@ -233,6 +240,9 @@ Renewer::publish_renewal(BootTime sent,
   m_failure.clear();
   m_at_risk = false;
   m_last_sent_ns = sent.count();
+  if (m_stopped) {
+    return true; // the command has ended: counted, not reported
+  }
   log::info("renewed " + quote(m_name) + " (valid for "
             + format_duration(m_timing.ttl) + ")");
   nlohmann::ordered_json fields{

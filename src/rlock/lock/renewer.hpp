@@ -76,6 +76,11 @@ public:
   // Empties wakeup_fd().
   void drain_wakeups() const;
 
+  // Tells the thread to stop without waiting for it: no renewal starts
+  // after this, and one under way reports nothing (a success still
+  // counts). Safe to call more than once.
+  void request_stop();
+
   // Stops the thread and waits for it; safe to call more than once.
   void stop();
 
@@ -112,7 +117,7 @@ private:
   UniqueFd m_wakeup;
   UniqueFd m_stop;
   BootTime m_thread_due;
-  bool m_stopped = false;
+  std::atomic<bool> m_stopped{false};
   std::thread m_thread;
 };
 
