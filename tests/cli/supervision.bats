@@ -313,3 +313,22 @@ watchdog_of() {
   grep -q "rlock: lost lock 'stopped'" "$BG_ERR"
   key_absent "$(lock_key 'stopped')"
 }
+
+@test "a waiter's watchdog killed while it waits is replaced: the command runs under a new one and exits 0" {
+  local a w wd
+  bg "$RLOCK" queued sleep 30
+  a=$BG_PID
+  wait_until 10 key_exists "$(lock_key 'queued')"
+  bg "$RLOCK" -w 30s queued bash -c 'pgrep -P "$PPID" -x rlock-watchdog >watchdogs'
+  w=$BG_PID
+  # A waiter forks its watchdog before its first sleep.
+  wd=$(watchdog_of "$w")
+  kill -KILL "$wd"
+  kill -TERM "$a"
+  exits_with 143 "$a"
+  exits_with 0 "$w"
+  [ -z "$(<"$BG_ERR")" ]
+  # The command saw one watchdog, not the dead one.
+  [ "$(wc -l <watchdogs)" = 1 ]
+  [ "$(<watchdogs)" != "$wd" ]
+}
