@@ -209,13 +209,18 @@ map_shared_page(BootTime kill_at) {
 
 // A connected pair of sockets: the watchdog's end, rlock's end. A socket
 // rather than a pipe: rlock's sends can ask not to block and not to raise
-// SIGPIPE once the watchdog is gone.
+// SIGPIPE once the watchdog is gone. rlock's send buffer is the smallest
+// the kernel allows: a few unread bytes wake the watchdog as well as many,
+// and a stopped watchdog fills it within a few renewals, so that the path
+// of a byte that does not fit is the one every such run takes.
 std::pair<UniqueFd, UniqueFd>
 make_channel() {
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     throw_errno("socketpair");
   }
+  const int smallest = 1;
+  setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &smallest, sizeof(smallest));
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
