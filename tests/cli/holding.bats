@@ -65,7 +65,9 @@ PY
   wait_until 5 key_exists "$(lock_key 'forced')"
   rl release --force forced
   exits_with 70 "$BG_PID"
-  grep -q "lost lock 'forced': it was no longer held when the command ended" "$BG_ERR"
+  # Found by the renewal thread's first look (when the release comes before
+  # it) or at the command's end.
+  grep -qE "lost lock 'forced': it was (no longer held when the command ended|deleted or taken over)" "$BG_ERR"
   has_event ev.jsonl lost
   [[ $(event_count ev.jsonl released) == 0 ]]
 }

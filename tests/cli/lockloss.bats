@@ -10,6 +10,7 @@
 bats_require_minimum_version 1.5.0
 
 load helpers
+load heartbeat
 
 setup() {
   common_setup
@@ -19,6 +20,11 @@ teardown() {
   common_teardown
   # The second server of the "unreachable" test, if it is still up.
   redis_stop "$BATS_TEST_TMPDIR/redis2"
+  # The frozen server of the release test, continued first.
+  if [[ -s $BATS_TEST_TMPDIR/r/redis.pid ]]; then
+    kill -CONT "$(<"$BATS_TEST_TMPDIR/r/redis.pid")" 2>/dev/null
+    redis_stop "$BATS_TEST_TMPDIR/r"
+  fi
 }
 
 # when_ready CMD...: in the background, run CMD once the child is ready.
@@ -113,4 +119,40 @@ take_over() {
   run -0 --separate-stderr rl -t 1s renewed sh -c 'sleep 2.5; echo finished'
   [ "$output" = finished ]
   [ -z "$stderr" ]
+}
+
+# --- the end of a command that ran inside its lease -------------------------
+
+@test "the server frozen at the release of a command that ended inside its lease: the command's status, one warning, no renewal after its end" {
+  local ev=$BATS_TEST_TMPDIR/ev pid a
+  own_redis
+  pid=$(<"$REDIS_PIDFILE")
+  # The command freezes the server and ends 0.5 s into a 3 s lease (the
+  # renewal thread has started and looks at the frozen server); the server
+  # is continued 4.5 s after the command started, past the lease's end.
+  bg "$RLOCK" -t 3s --events "$ev" frozen bash -c \
+    "kill -STOP $pid; touch started; sleep 0.5; exit 3"
+  a=$BG_PID
+  wait_until 10 test -e started
+  (sleep 4.5 && kill -CONT "$pid") >/dev/null 2>&1 </dev/null 3>&- &
+  track $!
+  reaped 3 "$a" 20
+  cat "$BG_ERR"
+  # One line, and it says what happened and for how long the lease may last.
+  [ "$(wc -l <"$BG_ERR")" = 1 ]
+  grep -qE "^rlock: warning: could not confirm releasing 'frozen' \(.*\); its lease runs out by itself, at most 3s \(the TTL\) after the server last renewed it$" "$BG_ERR"
+  has_event "$ev" release-failed
+  [ "$(event_count "$ev" lost)" = 0 ]
+  [ "$(event_count "$ev" renew-failed)" = 0 ]
+  [ "$(event_count "$ev" released)" = 0 ]
+  # Continued, the server drops the lock: released late, or expired.
+  wait_until 10 key_absent "$(lock_key 'frozen')"
+}
+
+@test "a lock deleted while the command ran is still lost (70) when found at the release" {
+  # The release's answer "not held" comes before the lease's end: taken
+  # from us, not run out.
+  run -70 --separate-stderr rl -t 3s deleted sh -c \
+    'redis-cli -s "$1" del "$RLOCK_KEY" >/dev/null; exit 0' sh "$REDIS_SOCKET"
+  [[ $stderr == *"rlock: lost lock 'deleted': it was no longer held when the command ended"* ]]
 }

@@ -92,6 +92,31 @@ event_count() {
   [ "$(event_count "$BATS_TEST_TMPDIR/ev" renewed)" = 0 ]
 }
 
+@test "a server killed as the command starts, before the renewal thread runs, and restarted empty: noticed once it is back, not at the first renewal (-t 30s)" {
+  local ev=$BATS_TEST_TMPDIR/ev pid a restarted_ms term_ms
+  own_redis
+  pid=$(<"$REDIS_PIDFILE")
+  # The command's first act kills the server, milliseconds after the
+  # acquire: the renewal thread (due 100 ms into the run) has no connection
+  # yet that the crash could close.
+  bg "$RLOCK" -t 30s --events "$ev" early bash -c \
+    "kill -KILL $pid; trap 'echo \$EPOCHREALTIME >term; exit 0' TERM; touch started; while :; do sleep 0.05; done"
+  a=$BG_PID
+  wait_until 10 test -e started
+  wait_until 5 not redis_pid_alive "$pid"
+  rm -f "$REDIS_PIDFILE" "$REDIS_SOCKET"
+  redis-server "$REDIS_DIR/redis.conf" >/dev/null 2>&1
+  redis_await "$REDIS_DIR" "$REDIS_PORT"
+  restarted_ms=$(now_ms)
+  reaped 70 "$a" 20
+  grep -q "rlock: lost lock 'early': it was deleted or taken over; sent SIGTERM" "$BG_ERR"
+  term_ms=$(($(usec "$(<term)") / 1000))
+  echo "TERM $((term_ms - restarted_ms)) ms after the server was back"
+  # The first renewal is due 10 s after the acquire.
+  ((term_ms - restarted_ms < 3000))
+  [ "$(event_count "$ev" renewed)" = 0 ]
+}
+
 @test "-n on a server up less than --restart-grace: 75, -v says why and for how long, no lock left; 0 turns it off" {
   local ev=$BATS_TEST_TMPDIR/ev
   own_redis

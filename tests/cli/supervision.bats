@@ -263,3 +263,74 @@ run_a_then_b() {
   exits_with 0 "$a"
   key_absent "$(lock_key 'wd')"
 }
+
+# --- a watchdog that dies or stops (issue #23, G8) -----------------------------
+
+# watchdog_of PID: the pid of rlock PID's watchdog, once it has one.
+watchdog_of() {
+  wait_until 10 pgrep -P "$1" -x rlock-watchdog >/dev/null || return 1
+  pgrep -P "$1" -x rlock-watchdog
+}
+
+@test "the watchdog killed during a hold: the command is stopped, rlock says why and exits 70, no lock left" {
+  local ev=$BATS_TEST_TMPDIR/ev a wd
+  bg "$RLOCK" -t 30s --events "$ev" guarded bash -c \
+    "trap 'touch term; exit 0' TERM; touch started; while :; do sleep 0.05; done"
+  a=$BG_PID
+  wait_until 10 test -e started
+  wd=$(watchdog_of "$a")
+  kill -KILL "$wd"
+  exits_with 70 "$a"
+  [ -e term ]
+  grep -q "^rlock: gave up lock 'guarded': its watchdog (pid $wd) died: nothing would stop the command at the lease's end should rlock be stopped or killed; sent SIGTERM to the command$" "$BG_ERR"
+  grep -q '"event":"lost","name":"guarded",.*"reason":"its watchdog (pid [0-9]*) died' "$ev"
+  key_absent "$(lock_key 'guarded')"
+}
+
+@test "the watchdog stopped while rlock renews (-t 1s): renewals go on; continued, it does not fire on a deadline long past; stopped for long, the kill path still works" {
+  local ev=$BATS_TEST_TMPDIR/ev hb=$BATS_TEST_TMPDIR/hb a wd before after
+  bg "$RLOCK" -t 1s --events "$ev" stopped bash -c "$(heartbeat_script "$hb")"
+  a=$BG_PID
+  wait_until 10 beating "$hb"
+  wd=$(watchdog_of "$a")
+  # Stopped past the deadline it last read, then continued: the lease was
+  # renewed all along, so the command runs on.
+  freeze "$wd"
+  sleep 1.5
+  kill -CONT "$wd"
+  sleep 0.5
+  running "$a"
+  running "$(<"$hb.pid")"
+  # Stopped for about 9 renewals, each a new deadline for it: more than its
+  # socket holds (rlock's send buffer takes 6 wake-ups).
+  freeze "$wd"
+  before=$(event_count "$ev" renewed)
+  sleep 3
+  after=$(event_count "$ev" renewed)
+  echo "renewals while the watchdog was stopped: $((after - before))"
+  ((after - before >= 7))
+  # Still stopped, the lock is taken away: rlock still stops the command.
+  redis_cli del "$(lock_key 'stopped')" >/dev/null
+  exits_with 70 "$a"
+  grep -q "rlock: lost lock 'stopped'" "$BG_ERR"
+  key_absent "$(lock_key 'stopped')"
+}
+
+@test "a waiter's watchdog killed while it waits is replaced: the command runs under a new one and exits 0" {
+  local a w wd
+  bg "$RLOCK" queued sleep 30
+  a=$BG_PID
+  wait_until 10 key_exists "$(lock_key 'queued')"
+  bg "$RLOCK" -w 30s queued bash -c 'pgrep -P "$PPID" -x rlock-watchdog >watchdogs'
+  w=$BG_PID
+  # A waiter forks its watchdog before its first sleep.
+  wd=$(watchdog_of "$w")
+  kill -KILL "$wd"
+  kill -TERM "$a"
+  exits_with 143 "$a"
+  exits_with 0 "$w"
+  [ -z "$(<"$BG_ERR")" ]
+  # The command saw one watchdog, not the dead one.
+  [ "$(wc -l <watchdogs)" = 1 ]
+  [ "$(<watchdogs)" != "$wd" ]
+}

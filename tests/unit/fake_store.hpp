@@ -81,7 +81,7 @@ public:
   std::vector<int> open_at_leave;
 
   // What the code under test did, in order: "acquire", "pttl", "watch",
-  // "leave", "connect", "disconnect", "release".
+  // "leave", "connect", "disconnect", "release", "check".
   std::vector<std::string> calls;
 
   std::unique_ptr<lock::LockStore>
@@ -141,8 +141,13 @@ public:
 
   std::optional<Duration>
   check(std::string_view, const std::string&) override {
-    return std::nullopt;
+    calls.push_back("check");
+    return check_answer();
   }
+
+  std::function<std::optional<Duration>()> check_answer = [] {
+    return std::optional<Duration>(std::chrono::seconds(1));
+  };
 
   std::optional<lock::BrokenLock>
   force_release(std::string_view) override {

@@ -86,6 +86,62 @@ TEST_CASE("a lease the store no longer has is lost at once") {
   CHECK(r.store->count("renew") == 1);
 }
 
+TEST_CASE("a lease gone before the thread started is lost when it starts, "
+          "not at the first renewal") {
+  // A server that restarted empty between the acquire and the thread's
+  // start closed no connection the thread could watch.
+  Renewing r(
+      [](FakeStore& s) {
+        s.check_answer = [] { return std::optional<Duration>(); };
+      },
+      30s);
+  const auto loss = r.loss_within(2s);
+  REQUIRE(loss);
+  CHECK_THAT(*loss, Catch::Contains("deleted or taken over"));
+  CHECK(r.store->count("check") == 1);
+  CHECK(r.store->count("renew") == 0);
+}
+
+TEST_CASE("a first look that fails is followed by a renewal at once") {
+  // The server may be restarting: renewing at once, and again until it
+  // answers, finds out whether the lease survived.
+  Renewing r(
+      [](FakeStore& s) {
+        s.check_answer = []() -> std::optional<Duration> {
+          throw redis::Failure(redis::FailureKind::closed,
+                               "cannot connect to fake: refused");
+        };
+        s.renew_answer = [] { return lock::Renewal{false, -2}; };
+      },
+      30s);
+  const auto loss = r.loss_within(2s);
+  REQUIRE(loss);
+  CHECK_THAT(*loss, Catch::Contains("deleted or taken over"));
+  CHECK(r.store->count("renew") == 1);
+}
+
+TEST_CASE("after request_stop() no renewal starts") {
+  auto owned = std::make_unique<FakeStore>();
+  auto renewals = std::make_shared<std::atomic<int>>(0);
+  owned->renew_answer = [renewals]() -> lock::Renewal {
+    ++*renewals;
+    throw redis::Failure(redis::FailureKind::closed,
+                         "cannot connect to fake: refused");
+  };
+  const auto timing = lock::make_timing(300ms, std::nullopt).value();
+  lock::Renewer renewer(std::move(owned), "job", "token-1", timing, boot_now());
+  renewer.start();
+  // The first renewal is due at 100ms; failures are retried every 15ms.
+  std::this_thread::sleep_for(200ms);
+  renewer.request_stop();
+  const int asked = renewals->load();
+  std::this_thread::sleep_for(100ms);
+  // At most the one under way when asked to stop.
+  CHECK(renewals->load() <= asked + 1);
+  CHECK(asked >= 1);
+  renewer.stop();
+}
+
 TEST_CASE("a failed renewal is retried, and a later success counts") {
   Renewing r([](FakeStore& s) {
     auto failures = std::make_shared<int>(2);

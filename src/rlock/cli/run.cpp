@@ -48,6 +48,16 @@ struct Supervision {
   std::optional<std::string> loss;
 };
 
+// Why rlock stops a command whose watchdog died: the lease still holds,
+// but should rlock now be stopped or killed, nothing would stop the command
+// at the lease's end.
+std::string
+watchdog_died(pid_t watchdog) {
+  return "its watchdog (pid " + std::to_string(watchdog)
+         + ") died: nothing would stop the command at the lease's end "
+           "should rlock be stopped or killed";
+}
+
 std::int64_t
 milliseconds(Duration duration) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(duration)
@@ -72,13 +82,42 @@ report_gone(const Held& held) {
   log::error("lost lock " + quote(held.lock.name()) + ": " + reason);
 }
 
+// Says that the release (or --hold's last extension) got no answer in
+// time: the command ended inside its lease, so its status stands, and the
+// lease runs out by itself.
+void
+report_unconfirmed(const Held& held,
+                   Duration held_for,
+                   const std::string& why) {
+  const auto& options = held.options;
+  const auto& name = held.lock.name();
+  events::emit("release-failed",
+               name,
+               {{"held_ms", milliseconds(held_for)},
+                {"error", why},
+                {"ttl_ms", milliseconds(options.timing.ttl)}});
+  log::warning("could not confirm releasing " + quote(name) + " (" + why
+               + "); its lease runs out by itself, at most "
+               + format_seconds(options.timing.ttl)
+               + " (the TTL) after the server last renewed it");
+}
+
 // Releases the lock, or with --hold keeps it until D after it was acquired
-// (the key then simply expires). A Redis failure only warns: the lease's
-// expiry cleans up.
+// (the key then simply expires). Called once the command ended inside its
+// lease, with every step bounded by the lease's end: an answer "not held"
+// before that means the lock was taken from us (70), while no answer by
+// then only warns: the lease's expiry cleans up.
 Ending
 end_hold(const Held& held) {
   const auto held_for = boot_now() - held.lock.sent();
   const auto& name = held.lock.name();
+  const BootTime lease_end = held.lock.valid_until();
+  if (boot_now() >= lease_end) {
+    held.lock.release_quietly();
+    report_unconfirmed(held, held_for, "the lease ran out first");
+    return Ending::unknown;
+  }
+  held.lock.bound_steps_by(lease_end);
   try {
     if (held.options.hold && held_for < *held.options.hold) {
       const auto keep = *held.options.hold - held_for;
@@ -103,9 +142,7 @@ end_hold(const Held& held) {
     events::emit("released", name, {{"held_ms", milliseconds(held_for)}});
     return Ending::released;
   } catch (const Error& e) {
-    log::warning(std::string(e.what()) + "; lock " + quote(name)
-                 + " expires by itself within "
-                 + format_duration(held.options.timing.ttl));
+    report_unconfirmed(held, held_for, e.what());
     return Ending::unknown;
   }
 }
@@ -148,14 +185,17 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
   return spec;
 }
 
-// Waits for one of: a signal, news from the renewer, the timer.
+// Waits for one of: a signal, news from the renewer, the timer, the death
+// of the watchdog (`watchdog_fd`, -1 for none).
 void
 wait_for_event(const proc::SignalBlock& signals,
                const lock::Renewer& renewer,
-               const proc::BootTimer& timer) {
-  std::array<pollfd, 3> fds{{{signals.fd(), POLLIN, 0},
+               const proc::BootTimer& timer,
+               int watchdog_fd) {
+  std::array<pollfd, 4> fds{{{signals.fd(), POLLIN, 0},
                              {renewer.wakeup_fd(), POLLIN, 0},
-                             {timer.fd(), POLLIN, 0}}};
+                             {timer.fd(), POLLIN, 0},
+                             {watchdog_fd, 0, 0}}};
   ::poll(fds.data(), fds.size(), -1);
   renewer.drain_wakeups();
   timer.drain();
@@ -164,12 +204,14 @@ wait_for_event(const proc::SignalBlock& signals,
 // Starts stopping the child after a loss: the kill signal now and SIGKILL
 // kill_after later, or SIGKILL at once when the lease may already have
 // expired (rlock was stopped or suspended past it). Returns when to SIGKILL.
+// `what` heads the line: the lock was lost, or rlock gave it up.
 BootTime
 stop_child(const proc::Child& child,
            pid_t watchdog,
            const lock::Renewer& renewer,
            const Held& held,
-           const std::string& loss) {
+           const std::string& loss,
+           const std::string& what) {
   const auto& options = held.options;
   const BootTime now = boot_now();
   const BootTime lease_end =
@@ -180,7 +222,7 @@ stop_child(const proc::Child& child,
   // Signal first: saying so must not delay it.
   proc::signal_tree(child, watchdog, signal);
   events::emit("lost", held.lock.name(), {{"reason", loss}});
-  log::error("lost lock " + quote(held.lock.name()) + ": " + loss + "; sent SIG"
+  log::error(what + " " + quote(held.lock.name()) + ": " + loss + "; sent SIG"
              + proc::signal_name(signal) + " to the command");
   return sigkill_at;
 }
@@ -205,6 +247,7 @@ supervise(proc::Child& child,
     // The loss first: a child that ended after its lease may have run out
     // (killed by the watchdog while rlock was stopped, say) lost the lock.
     if (!result.loss) {
+      std::string what = "lost lock";
       result.loss = renewer.check_loss();
       // The watchdog fires at the deadline rlock last gave it: a child that
       // died after it, or by the watchdog's hand, ran out of lease.
@@ -214,8 +257,15 @@ supervise(proc::Child& child,
         result.loss = renewer.give_up(
             "the lease ran out; the command was killed at its end");
       }
+      // Without its watchdog the run cannot keep its promise: a command
+      // still running is stopped as after a loss. One that ended is done.
+      if (!result.loss && !code && !watchdog_process.alive()) {
+        result.loss = renewer.give_up(watchdog_died(watchdog));
+        what = "gave up lock";
+      }
       if (result.loss) {
-        sigkill_at = stop_child(child, watchdog, renewer, held, *result.loss);
+        sigkill_at =
+            stop_child(child, watchdog, renewer, held, *result.loss, what);
       }
     }
     if (code) {
@@ -245,7 +295,10 @@ supervise(proc::Child& child,
     timer.arm(!result.loss ? std::optional(renewer.next_check())
               : killed     ? std::nullopt
                            : sigkill_at);
-    wait_for_event(signals, renewer, timer);
+    wait_for_event(signals,
+                   renewer,
+                   timer,
+                   result.loss ? -1 : watchdog_process.death_fd());
     while (const int signal = signals.take()) {
       if (signal == SIGCHLD) {
         reap_orphans = true;
@@ -330,6 +383,11 @@ run_held(const Held& held,
   proc::become_subreaper();
   // Armed before the command starts.
   const BootTime kill_at = options.timing.valid_until(lock.lease_start());
+  if (prepared && !prepared->alive()) {
+    // A waiter's watchdog killed while it waited: still one thread, so a
+    // new one can be forked.
+    prepared.reset();
+  }
   if (!prepared) {
     prepared.emplace(start_watchdog(lock.token(), kill_at));
   }
@@ -354,6 +412,9 @@ run_held(const Held& held,
   const RenewingScope renewing(lock);
   auto& renewer = lock.start_renewing();
   const auto result = supervise(*child, watchdog, renewer, signals, held);
+  // The command is over: no renewal starts after its end. One under way may
+  // still land; it reports nothing.
+  renewer.request_stop();
   if (result.loss) {
     proc::signal_tree(*child, watchdog.pid(), SIGKILL);
   }

@@ -22,6 +22,17 @@ HeldLock::kill_deadline() const {
                    : m_timing.kill_deadline(lease_start());
 }
 
+BootTime
+HeldLock::valid_until() const {
+  return kill_deadline() + m_timing.kill_after;
+}
+
+void
+HeldLock::bound_steps_by(BootTime deadline) {
+  m_steps_deadline = deadline;
+  m_store.set_deadline(deadline);
+}
+
 Renewer&
 HeldLock::start_renewing() {
   return m_renewer.emplace(m_store.another(),
@@ -41,13 +52,15 @@ HeldLock::stop_renewing() {
 // Runs `step`, and once more when it failed in a way that may pass: the
 // main connection may have gone stale while the command ran. A step that
 // got an error reply ran, and running it again would find its own work done.
+// Not once the steps' deadline has passed: the first failure says more.
 template <typename Step>
 auto
 HeldLock::retried_once(Step&& step) {
   try {
     return step();
   } catch (const redis::Failure& failure) {
-    if (!redis::may_pass(failure)) {
+    if (!redis::may_pass(failure)
+        || (m_steps_deadline && boot_now() >= *m_steps_deadline)) {
       throw;
     }
     return step();

@@ -67,6 +67,13 @@ public:
   // of the renewer once renewing, else of the acquisition.
   BootTime kill_deadline() const;
 
+  // Returns until when the lease is surely valid by rlock's count:
+  // kill_deadline() plus the kill-after.
+  BootTime valid_until() const;
+
+  // Bounds every later step on the lock's own store to end by `deadline`.
+  void bound_steps_by(BootTime deadline);
+
   // Prepares renewing the lease from a thread of its own, on a store of its
   // own; the owner starts the thread (Renewer::start_when_due()).
   Renewer& start_renewing();
@@ -102,6 +109,7 @@ private:
   AcquireAttempt m_acquired;
   LeaseTiming m_timing;
   std::optional<Renewer> m_renewer;
+  std::optional<BootTime> m_steps_deadline; // bound_steps_by()
 };
 
 } // namespace rlock::lock

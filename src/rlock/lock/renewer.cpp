@@ -26,8 +26,8 @@ make_eventfd() {
 
 // How long a run goes without the renewal thread. The lease is safe
 // without it: the kill deadline, the watchdog and --restart-grace do not
-// depend on it; only an empty restart in these first milliseconds is
-// noticed at the first renewal rather than at once.
+// depend on it; an empty restart in these first milliseconds is noticed
+// when the thread starts and looks (look_once()).
 constexpr Duration k_thread_delay = std::chrono::milliseconds(100);
 
 void
@@ -101,10 +101,17 @@ Renewer::next_check() const {
 }
 
 void
-Renewer::stop() {
+Renewer::request_stop() {
   m_stopped = true;
   if (m_thread.joinable()) {
     signal_eventfd(m_stop.get());
+  }
+}
+
+void
+Renewer::stop() {
+  request_stop();
+  if (m_thread.joinable()) {
     m_thread.join();
   }
 }
@@ -126,9 +133,21 @@ Renewer::renew_until_lost() {
   connect_early();
   BootTime next = BootTime(m_last_sent_ns.load()) + m_timing.renew_interval;
   BootTime last_try = BootTime(m_last_sent_ns.load());
+  switch (look_once()) {
+  case Look::gone:
+    mark_lost("it was deleted or taken over");
+    return;
+  case Look::failed:
+    // Maybe a server that restarted and is not back yet: renew at once,
+    // retrying, as after a closed connection.
+    next = boot_now();
+    break;
+  case Look::held:
+    break;
+  }
   while (true) {
     const Wake wake = sleep_until(next);
-    if (wake == Wake::stopped) {
+    if (wake == Wake::stopped || m_stopped) {
       return;
     }
     if (wake == Wake::closed) {
@@ -185,8 +204,8 @@ Renewer::renew_once(BootTime deadline) {
     const bool first_failure = m_failure.empty();
     m_failure = e.what();
     // Past the deadline the lease is given up: no "retrying" after that,
-    // and nothing at all once the loss is marked.
-    if (!m_lost && boot_now() < deadline) {
+    // and nothing at all once the loss is marked or the owner is done.
+    if (!m_lost && !m_stopped && boot_now() < deadline) {
       if (first_failure) {
         log::warning(std::string(e.what()) + "; retrying");
       }
@@ -221,6 +240,9 @@ Renewer::publish_renewal(BootTime sent,
   m_failure.clear();
   m_at_risk = false;
   m_last_sent_ns = sent.count();
+  if (m_stopped) {
+    return true; // the command has ended: counted, not reported
+  }
   log::info("renewed " + quote(m_name) + " (valid for "
             + format_duration(m_timing.ttl) + ")");
   nlohmann::ordered_json fields{
@@ -304,6 +326,23 @@ Renewer::connect_early() {
     m_store->connect();
   } catch (const Error&) {
     // The first renewal connects again.
+  }
+}
+
+// Looks once whether the lease is still there, on the connection
+// sleep_until() watches from now on. The thread starts some time after the
+// acquire, on a connection of its own: a server that restarted empty in
+// between closed no connection of ours, and would go unnoticed until the
+// first renewal. Silent: a failure is the renewals' to report.
+Renewer::Look
+Renewer::look_once() {
+  try {
+    m_store->set_deadline(
+        std::min(kill_deadline(), boot_now() + m_timing.renew_interval / 2));
+    return m_store->check(m_name, m_token) ? Look::held : Look::gone;
+  } catch (const Error&) {
+    m_store->disconnect();
+    return Look::failed;
   }
 }
 

@@ -15,13 +15,14 @@ namespace rlock::lock {
 
 // Keeps a held lease alive from a thread of its own, on a store of its
 // own: renews every ttl/3, retries a failed renewal promptly with each attempt
-// bounded by the validity left, and reconnects when needed. Between renewals
-// it watches that connection: when the server closes it (a restart, or its
-// idle `timeout`), it renews at once on a new one, so that a lease lost to
-// an empty restart is noticed then. The owner watches kill_deadline() and
-// loss(), woken through wakeup_fd(), and starts the thread when
-// next_check() comes (start_when_due()): a command that ends sooner never
-// pays for a thread and a second connection.
+// bounded by the validity left, and reconnects when needed. Once connected it
+// looks whether the lease is still there (a server may have restarted empty
+// since the acquire), and between renewals it watches that connection: when
+// the server closes it (a restart, or its idle `timeout`), it renews at once
+// on a new one, so that a lease lost to an empty restart is noticed then. The
+// owner watches kill_deadline() and loss(), woken through wakeup_fd(), and
+// starts the thread when next_check() comes (start_when_due()): a command that
+// ends sooner never pays for a thread and a second connection.
 class Renewer {
 public:
   // Prepares renewing, on `store`, the lease `token` holds on lock `name`
@@ -75,16 +76,24 @@ public:
   // Empties wakeup_fd().
   void drain_wakeups() const;
 
+  // Tells the thread to stop without waiting for it: no renewal starts
+  // after this, and one under way reports nothing (a success still
+  // counts). Safe to call more than once.
+  void request_stop();
+
   // Stops the thread and waits for it; safe to call more than once.
   void stop();
 
 private:
   // What ended a sleep.
   enum class Wake { due, closed, stopped };
+  // What a look at the lease found.
+  enum class Look { held, gone, failed };
 
   void run();
   void renew_until_lost();
   void connect_early();
+  Look look_once();
   Wake sleep_until(BootTime when);
   bool renew_once(BootTime deadline);
   bool
@@ -108,7 +117,7 @@ private:
   UniqueFd m_wakeup;
   UniqueFd m_stop;
   BootTime m_thread_due;
-  bool m_stopped = false;
+  std::atomic<bool> m_stopped{false};
   std::thread m_thread;
 };
 

@@ -5,11 +5,13 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
 namespace rlock::proc {
+
+// What rlock and its watchdog share, in a page of its own (watchdog.cpp).
+struct WatchdogShared;
 
 // What the watchdog kills when it fires.
 struct WatchedRun {
@@ -21,12 +23,19 @@ struct WatchedRun {
 // A small process that kills everything the command started when rlock dies
 // without saying goodbye (SIGKILL, the OOM killer, a crash), or when the
 // lease ends without rlock having moved the deadline on: rlock may be
-// stopped (SIGSTOP) while its child runs on. It waits on a pipe whose only
-// write end rlock holds, and on a CLOCK_BOOTTIME timer. When it fires it
+// stopped (SIGSTOP) while its child runs on. It waits on a socket whose only
+// other end rlock holds, and on a CLOCK_BOOTTIME timer. When it fires it
 // stops, then kills, the command's group, every process in rlock's tree
 // (while rlock lives) and every process whose environment carries the run's
 // marker (which survives reparenting after rlock died). PR_SET_PDEATHSIG
 // alone would reach only the direct child, and not a stopped parent's.
+//
+// The deadline and the group live in a page shared with the watchdog; the
+// socket only wakes it to look. rlock never blocks on it: its sends do not
+// block, and a byte that does not fit is not needed, as a full socket wakes
+// the watchdog anyway, which then reads the latest deadline. A watchdog
+// stopped for long (SIGSTOP) therefore costs rlock nothing, and once
+// continued it fires at the deadline of now, not at one long since moved on.
 class Watchdog {
 public:
   // Forks the watchdog for `run`, to fire at `kill_at` unless moved on by
@@ -50,6 +59,18 @@ public:
   // True once the watchdog has fired (it may still be killing).
   bool fired() const;
 
+  // False once the watchdog has died (killed by someone else: it does not
+  // exit by itself while armed): nothing then kills the run should rlock
+  // stop or die. Also false once disarmed.
+  bool alive() const;
+
+  // Returns a descriptor to poll(2) with no events asked: POLLHUP comes
+  // when the watchdog dies (-1 once disarmed).
+  int
+  death_fd() const {
+    return m_channel.get();
+  }
+
   Watchdog(Watchdog&& other) noexcept;
   Watchdog& operator=(Watchdog&&) = delete;
 
@@ -67,11 +88,14 @@ public:
   }
 
 private:
-  Watchdog(pid_t pid, UniqueFd pipe, std::atomic<int>* fired, BootTime at);
+  Watchdog(pid_t pid, UniqueFd channel, WatchdogShared* shared, BootTime at);
+
+  // Has the watchdog look at the shared page again.
+  void wake() const;
 
   pid_t m_pid = -1;
-  UniqueFd m_pipe;
-  std::atomic<int>* m_fired = nullptr; // in a page shared with the watchdog
+  UniqueFd m_channel;
+  WatchdogShared* m_shared = nullptr; // a page shared with the watchdog
   std::int64_t m_kill_at_ns = 0;
 };
 
