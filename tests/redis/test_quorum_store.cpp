@@ -45,6 +45,29 @@ struct SilentServer {
   }
 };
 
+// A loopback port that takes no connection: a listening socket whose accept
+// queue is full, so that the kernel drops further requests (as a firewall
+// that drops SYNs does).
+struct BlackHole {
+  SilentServer server;
+  std::vector<UniqueFd> fill;
+
+  BlackHole() {
+    REQUIRE(::listen(server.socket.get(), 0) == 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<std::uint16_t>(server.port));
+    for (int i = 0; i < 3; ++i) {
+      fill.emplace_back(
+          ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      ::connect(fill.back().get(),
+                reinterpret_cast<sockaddr*>(&address),
+                sizeof(address));
+    }
+  }
+};
+
 // A quorum store over databases 1, 2 and 3 (quorum 2).
 lock::QuorumStore
 quorum_store(const std::string& prefix) {
@@ -138,6 +161,44 @@ TEST_CASE("exchange_all: a server that never answers times out alone, at "
   CHECK(exchanges[1].replies[0].text == "PONG");
   CHECK(took >= 200ms);
   CHECK(took < 2s);
+}
+
+TEST_CASE("dial_all: connects to every server at once; a black hole fails "
+          "alone, at the deadline, or once enough others connected") {
+  BlackHole hole;
+  auto black = test_endpoint("", 0);
+  black.port = hole.server.port;
+  std::vector<redis::Dial> dials(3);
+  dials[0].endpoint = test_endpoint("", 1);
+  dials[1].endpoint = black;
+  dials[2].endpoint = test_endpoint("", 2);
+  auto start = boot_now();
+  redis::dial_all(dials, {}, start + 300ms);
+  auto took = boot_now() - start;
+  REQUIRE(dials[0].connection);
+  REQUIRE(dials[2].connection);
+  CHECK(dials[0].connection->command({"PING"}).text == "PONG");
+  CHECK(dials[2].connection->command({"PING"}).text == "PONG");
+  REQUIRE_FALSE(dials[1].connection);
+  REQUIRE(dials[1].failure);
+  CHECK(std::string(dials[1].failure->what()).find("no answer within")
+        != std::string::npos);
+  CHECK(took >= 300ms);
+  CHECK(took < 2s);
+
+  // Enough: two connected, the black hole is waited for 50 ms more, not
+  // until the deadline.
+  for (auto& dial : dials) {
+    dial.connection.reset();
+    dial.failure.reset();
+  }
+  start = boot_now();
+  redis::dial_all(dials, {}, start + 10s, redis::Enough{2, start + 50ms});
+  took = boot_now() - start;
+  CHECK(dials[0].connection);
+  CHECK(dials[2].connection);
+  CHECK(dials[1].failure);
+  CHECK(took < 5s);
 }
 
 TEST_CASE("a quorum store takes the lock on every server, hands out the "
