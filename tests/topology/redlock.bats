@@ -608,9 +608,12 @@ hold_shown() {
 
 # --- issue #23: INFO refused, black holes, split votes, restarts noticed ------
 
-# three_servers: RLOCK_URL names the first 3 servers only (quorum 2).
+# three_servers [PORT PORT PORT]: RLOCK_URL names those 3 servers only (by
+# default the first 3), quorum 2.
 three_servers() {
-  export RLOCK_URL="$(url_of "${PORTS[0]}") $(url_of "${PORTS[1]}") $(url_of "${PORTS[2]}")"
+  (($# == 3)) || set -- "${PORTS[@]:0:3}"
+  RLOCK_URL="$(url_of "$1") $(url_of "$2") $(url_of "$3")"
+  export RLOCK_URL
 }
 
 # no_info PORT...: the default user of the servers on PORT... may not run
@@ -654,6 +657,17 @@ time.sleep(600)'
   [[ $BH_PORT =~ ^[0-9]+$ ]]
 }
 
+# up_for SECONDS PORT...: each server on PORT... says it has been up that
+# long.
+up_for() {
+  local seconds=$1 port up
+  shift
+  for port; do
+    up=$(topology_info_field "$port" server uptime_in_seconds)
+    [[ $up =~ ^[0-9]+$ ]] && ((up >= seconds)) || return 1
+  done
+}
+
 # contender_hold NAME PID PORT: on the server on PORT, lock NAME held for
 # 60 s by a contender of its own (token tok-PID, holder alice@elsewhere:PID).
 contender_hold() {
@@ -692,19 +706,29 @@ contender_hold() {
   [[ $(held_count "$(lock_key noinfo)" "${PORTS[@]:0:3}") == 0 ]]
 }
 
-@test "INFO refused on one of 3 servers with a restart grace: it never counts, the other two make the quorum" {
-  three_servers
-  no_info "${PORTS[0]}"
+@test "INFO refused on one of 3 servers with a restart grace: it never counts; with another held elsewhere, -n is 75 and leaves no key; once that is free, the other two make the quorum" {
+  local ports=("${PORTS[0]}" "${PORTS[3]}" "${PORTS[4]}")
+  three_servers "${ports[@]}"
+  # Older than the grace (1 s): only the refused INFO can hold one back.
+  wait_until 10 up_for 3 "${ports[@]:1}"
+  no_info "${ports[0]}"
+  contender_hold oneinfo 4242 "${ports[1]}"
+  run -75 --separate-stderr rl --restart-grace 1s -n oneinfo touch ran
+  echo "$stderr"
+  [[ ! -e ran ]]
+  absent_on "$(lock_key oneinfo)" "${ports[0]}" "${ports[2]}"
+  topology_cli "${ports[1]}" del "$(lock_key oneinfo)" >/dev/null
   run -0 --separate-stderr rl --restart-grace 1s -w 5s oneinfo sh -c 'echo "$RLOCK_FENCE"'
   echo "$stderr"
   [[ $output =~ ^[0-9]+$ ]]
-  [[ $(held_count "$(lock_key oneinfo)" "${PORTS[@]:0:3}") == 0 ]]
+  [[ $(held_count "$(lock_key oneinfo)" "${ports[@]}") == 0 ]]
 }
 
 @test "a black-holed server (its accept queue full) costs little: with 2 live servers and it, -t 3s runs its command and exits 0, and -t 30s starts it well before --connect-timeout; so does a frozen one" {
   local start first
   black_hole
-  export RLOCK_URL="$(url_of "${PORTS[0]}") $(url_of "${PORTS[1]}") $(url_of "$BH_PORT")"
+  RLOCK_URL="$(url_of "${PORTS[0]}") $(url_of "${PORTS[1]}") $(url_of "$BH_PORT")"
+  export RLOCK_URL
   start=$EPOCHREALTIME
   run -0 --separate-stderr rl --connect-timeout 5s -t 3s -w 8s bh sh -c 'echo ran'
   note "-t 3s with a black hole: exit 0 after $(elapsed "$start") s"

@@ -50,7 +50,7 @@ TEST_CASE("count_renewal: silent servers, replicas that did not confirm in "
       count_renewal({{Kind::held, 900}, {Kind::silent}, {Kind::silent}}, 3, 2));
   CHECK_FALSE(
       count_renewal({{Kind::silent}, {Kind::silent}, {Kind::silent}}, 3, 2));
-  // One more lost copy and no quorum is left to reach.
+  // One lost copy: the silent server may still make the quorum.
   const auto renewal = count_renewal(
       {{Kind::held, 900}, {Kind::silent}, {Kind::not_held}}, 3, 2);
   CHECK_FALSE(renewal);
