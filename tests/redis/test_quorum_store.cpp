@@ -68,14 +68,18 @@ struct BlackHole {
   }
 };
 
-// A quorum store over databases 1, 2 and 3 (quorum 2).
+// A quorum store over databases 1, 2 and 3 (quorum 2), logged in as
+// `login` ("" for the default user), with a restart grace of `grace`.
 lock::QuorumStore
-quorum_store(const std::string& prefix) {
+quorum_store(const std::string& prefix,
+             const std::string& login = "",
+             Duration grace = Duration()) {
   lock::Deployment deployment{
-      test_endpoint("", 1), std::nullopt, {}, prefix, {}, {}, {}, {}, 2};
+      test_endpoint(login, 1), std::nullopt, {}, prefix, {}, {}, {}, {}, 2};
+  deployment.restart_grace = {grace, "--restart-grace"};
   for (const int db : {1, 2, 3}) {
     auto member = deployment;
-    member.endpoint = test_endpoint("", db);
+    member.endpoint = test_endpoint(login, db);
     member.quorum = 0;
     deployment.members.push_back(member);
   }
@@ -305,4 +309,33 @@ TEST_CASE("a quorum store's fence increases across holders whose quorums "
     last = attempt.fence;
     REQUIRE(store.release("job", token));
   }
+}
+
+TEST_CASE("a quorum store with a restart grace: servers that refuse INFO "
+          "never count, and too few that can tell their start is the error "
+          "one server gives; without a grace they count") {
+  auto admin = connect_to_test_server();
+  const std::string user = "noinfo" + random_token().substr(0, 6);
+  admin.command(
+      {"ACL", "SETUSER", user, "on", "nopass", "~*", "&*", "+@all", "-info"});
+  const auto prefix = fresh_prefix();
+  auto store = quorum_store(prefix, user + ":x", 1h);
+  const auto key = store.key_of("job");
+  try {
+    store.acquire(request_for("tok-g"), {});
+    FAIL("no error");
+  } catch (const redis::Failure& e) {
+    CHECK(e.failure_kind() == redis::FailureKind::unexpected_reply);
+    CHECK_THAT(e.what(),
+               Catch::Contains("INFO refused: NOPERM")
+                   && Catch::Contains("allow INFO or set --restart-grace 0"));
+  }
+  for (const int db : {1, 2, 3}) {
+    CHECK(connect_to_test_server(db).command({"EXISTS", key}).integer == 0);
+  }
+  // No grace: INFO is not needed, and the lock is taken.
+  auto without = quorum_store(prefix, user + ":x");
+  CHECK(acquire_free(without, "tok-h").acquired);
+  CHECK(without.release("job", "tok-h"));
+  admin.command({"ACL", "DELUSER", user});
 }
