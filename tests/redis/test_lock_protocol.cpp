@@ -94,6 +94,27 @@ TEST_CASE("the holder's own token acquires again, same fence, full lease") {
   CHECK_FALSE(acquire(c, keys, "token-b").acquired);
 }
 
+TEST_CASE("the holder's own token acquires again above a fence handed out "
+          "since") {
+  // Redlock: this server kept a stale lease of ours (the undo did not reach
+  // it) while another holder's quorum raised its counter (raise_fence). Our
+  // next attempt, granted here through our own token, must not hand back
+  // the old fence, which is below that holder's.
+  auto c = connect_to_test_server();
+  const auto keys = fresh_keys("lock");
+  const auto first = acquire(c, keys, "token-b", 1500ms);
+  REQUIRE(first.acquired);
+  const std::int64_t raised = first.fence + 1'000'000'000;
+  c.command({"SET", keys.fence, std::to_string(raised), "PX", "60000"});
+  const auto again = acquire(c, keys, "token-b", 1500ms);
+  CHECK(again.acquired);
+  CHECK(again.fence > raised);
+  // The lock's fence, as status reads it, is the one handed out.
+  CHECK(c.command({"HGET", keys.lock, "fence"}).text
+        == std::to_string(again.fence));
+  CHECK(pttl(c, keys.lock) > 1000);
+}
+
 TEST_CASE("acquire sets the lease with a millisecond expiry") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("lock");

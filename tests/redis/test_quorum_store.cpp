@@ -45,14 +45,41 @@ struct SilentServer {
   }
 };
 
-// A quorum store over databases 1, 2 and 3 (quorum 2).
+// A loopback port that takes no connection: a listening socket whose accept
+// queue is full, so that the kernel drops further requests (as a firewall
+// that drops SYNs does).
+struct BlackHole {
+  SilentServer server;
+  std::vector<UniqueFd> fill;
+
+  BlackHole() {
+    REQUIRE(::listen(server.socket.get(), 0) == 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<std::uint16_t>(server.port));
+    for (int i = 0; i < 3; ++i) {
+      fill.emplace_back(
+          ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      ::connect(fill.back().get(),
+                reinterpret_cast<sockaddr*>(&address),
+                sizeof(address));
+    }
+  }
+};
+
+// A quorum store over databases 1, 2 and 3 (quorum 2), logged in as
+// `login` ("" for the default user), with a restart grace of `grace`.
 lock::QuorumStore
-quorum_store(const std::string& prefix) {
+quorum_store(const std::string& prefix,
+             const std::string& login = "",
+             Duration grace = Duration()) {
   lock::Deployment deployment{
-      test_endpoint("", 1), std::nullopt, {}, prefix, {}, {}, {}, {}, 2};
+      test_endpoint(login, 1), std::nullopt, {}, prefix, {}, {}, {}, {}, 2};
+  deployment.restart_grace = {grace, "--restart-grace"};
   for (const int db : {1, 2, 3}) {
     auto member = deployment;
-    member.endpoint = test_endpoint("", db);
+    member.endpoint = test_endpoint(login, db);
     member.quorum = 0;
     deployment.members.push_back(member);
   }
@@ -138,6 +165,44 @@ TEST_CASE("exchange_all: a server that never answers times out alone, at "
   CHECK(exchanges[1].replies[0].text == "PONG");
   CHECK(took >= 200ms);
   CHECK(took < 2s);
+}
+
+TEST_CASE("dial_all: connects to every server at once; a black hole fails "
+          "alone, at the deadline, or once enough others connected") {
+  BlackHole hole;
+  auto black = test_endpoint("", 0);
+  black.port = hole.server.port;
+  std::vector<redis::Dial> dials(3);
+  dials[0].endpoint = test_endpoint("", 1);
+  dials[1].endpoint = black;
+  dials[2].endpoint = test_endpoint("", 2);
+  auto start = boot_now();
+  redis::dial_all(dials, {}, start + 300ms);
+  auto took = boot_now() - start;
+  REQUIRE(dials[0].connection);
+  REQUIRE(dials[2].connection);
+  CHECK(dials[0].connection->command({"PING"}).text == "PONG");
+  CHECK(dials[2].connection->command({"PING"}).text == "PONG");
+  REQUIRE_FALSE(dials[1].connection);
+  REQUIRE(dials[1].failure);
+  CHECK(std::string(dials[1].failure->what()).find("no answer within")
+        != std::string::npos);
+  CHECK(took >= 300ms);
+  CHECK(took < 2s);
+
+  // Enough: two connected, the black hole is waited for 50 ms more, not
+  // until the deadline.
+  for (auto& dial : dials) {
+    dial.connection.reset();
+    dial.failure.reset();
+  }
+  start = boot_now();
+  redis::dial_all(dials, {}, start + 10s, redis::Enough{2, start + 50ms});
+  took = boot_now() - start;
+  CHECK(dials[0].connection);
+  CHECK(dials[2].connection);
+  CHECK(dials[1].failure);
+  CHECK(took < 5s);
 }
 
 TEST_CASE("a quorum store takes the lock on every server, hands out the "
@@ -244,4 +309,33 @@ TEST_CASE("a quorum store's fence increases across holders whose quorums "
     last = attempt.fence;
     REQUIRE(store.release("job", token));
   }
+}
+
+TEST_CASE("a quorum store with a restart grace: servers that refuse INFO "
+          "never count, and too few that can tell their start is the error "
+          "one server gives; without a grace they count") {
+  auto admin = connect_to_test_server();
+  const std::string user = "noinfo" + random_token().substr(0, 6);
+  admin.command(
+      {"ACL", "SETUSER", user, "on", "nopass", "~*", "&*", "+@all", "-info"});
+  const auto prefix = fresh_prefix();
+  auto store = quorum_store(prefix, user + ":x", 1h);
+  const auto key = store.key_of("job");
+  try {
+    store.acquire(request_for("tok-g"), {});
+    FAIL("no error");
+  } catch (const redis::Failure& e) {
+    CHECK(e.failure_kind() == redis::FailureKind::unexpected_reply);
+    CHECK_THAT(e.what(),
+               Catch::Contains("INFO refused: NOPERM")
+                   && Catch::Contains("allow INFO or set --restart-grace 0"));
+  }
+  for (const int db : {1, 2, 3}) {
+    CHECK(connect_to_test_server(db).command({"EXISTS", key}).integer == 0);
+  }
+  // No grace: INFO is not needed, and the lock is taken.
+  auto without = quorum_store(prefix, user + ":x");
+  CHECK(acquire_free(without, "tok-h").acquired);
+  CHECK(without.release("job", "tok-h"));
+  admin.command({"ACL", "DELUSER", user});
 }

@@ -51,6 +51,7 @@ setup() {
 
 teardown() {
   topology_teardown
+  info_allowed_again
   [[ -z ${REDLOCK_DIR:-} || ! -s $REDLOCK_DIR/redlock ]] || revive_all
 }
 
@@ -603,4 +604,193 @@ hold_shown() {
   for port in "${PORTS[@]}"; do
     topology_cli "$port" del "$(lock_key disputed)" >/dev/null
   done
+}
+
+# --- issue #23: INFO refused, black holes, split votes, restarts noticed ------
+
+# three_servers [PORT PORT PORT]: RLOCK_URL names those 3 servers only (by
+# default the first 3), quorum 2.
+three_servers() {
+  (($# == 3)) || set -- "${PORTS[@]:0:3}"
+  RLOCK_URL="$(url_of "$1") $(url_of "$2") $(url_of "$3")"
+  export RLOCK_URL
+}
+
+# no_info PORT...: the default user of the servers on PORT... may not run
+# INFO (as with the common ACL +@all -@dangerous); teardown allows it again.
+no_info() {
+  local port
+  for port; do
+    echo "$port" >>"$BATS_TEST_TMPDIR/no-info"
+    [[ $(topology_cli "$port" acl setuser default -info) == OK ]] || return 1
+  done
+}
+
+# info_allowed_again: teardown's: INFO for the default user where a test
+# took it away.
+info_allowed_again() {
+  local port
+  [[ -f $BATS_TEST_TMPDIR/no-info ]] || return 0
+  while read -r port; do
+    topology_cli "$port" acl setuser default +info >/dev/null 2>&1 || :
+  done <"$BATS_TEST_TMPDIR/no-info"
+}
+
+# black_hole: a loopback port that never takes a connection (a listening
+# socket whose accept queue is full: the kernel drops the requests, as a
+# firewall that drops SYNs does); sets BH_PORT. Teardown kills it.
+black_hole() {
+  bg python3 -c '
+import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(0)
+port = s.getsockname()[1]
+fill = [socket.socket() for _ in range(3)]
+for c in fill:
+    c.setblocking(False)
+    c.connect_ex(("127.0.0.1", port))
+print(port, flush=True)
+time.sleep(600)'
+  wait_until 5 file_has "$BG_OUT"
+  BH_PORT=$(<"$BG_OUT")
+  [[ $BH_PORT =~ ^[0-9]+$ ]]
+}
+
+# up_for SECONDS PORT...: each server on PORT... says it has been up that
+# long.
+up_for() {
+  local seconds=$1 port up
+  shift
+  for port; do
+    up=$(topology_info_field "$port" server uptime_in_seconds)
+    [[ $up =~ ^[0-9]+$ ]] && ((up >= seconds)) || return 1
+  done
+}
+
+# contender_hold NAME PID PORT: on the server on PORT, lock NAME held for
+# 60 s by a contender of its own (token tok-PID, holder alice@elsewhere:PID).
+contender_hold() {
+  local key
+  key=$(lock_key "$1")
+  [[ $(topology_cli "$3" hset "$key" token "tok-$2" fence 7 ttl_ms 60000 \
+    host elsewhere pid "$2" user alice command 'sleep 60' \
+    acquired_ms "$(now_ms)" renewals 0) == 9 ]] &&
+    [[ $(topology_cli "$3" pexpire "$key" 60000) == 1 ]]
+}
+
+@test "INFO refused (ACL -info) with a restart grace: after 2 of 3 servers restart empty under a holder, a second run does not get in: it fails at once naming INFO and the option" {
+  local hb1=$BATS_TEST_TMPDIR/hb1 hb2=$BATS_TEST_TMPDIR/hb2 r1 rc1=0 port
+  three_servers
+  no_info "${PORTS[@]:0:3}"
+  # The holder has no grace (RLOCK_RESTART_GRACE=0): INFO is not needed.
+  bg "$RLOCK" -t 30s noinfo bash -c "$(hold_script "$hb1" 6)"
+  r1=$BG_PID
+  wait_until 10 beating "$hb1"
+  child_group "$hb1" >/dev/null
+  for port in "${PORTS[@]:1:2}"; do
+    restart_empty "$port"
+    no_info "$port"
+  done
+  # The two restarted servers are free: only the grace can keep B out, and
+  # it cannot tell when they started.
+  run -69 --separate-stderr rl --restart-grace 30s -w 5s noinfo bash -c "$(hold_script "$hb2" 1)"
+  echo "$stderr"
+  ((${#stderr_lines[@]} == 1))
+  [[ $stderr == *"cannot tell when the Redis server at 127.0.0.1:"*"INFO refused"*"allow INFO or set --restart-grace 0"* ]]
+  [[ ! -e $hb2 ]]
+  reap "$r1" 15 || rc1=$?
+  note "the holder exited $rc1"
+  cat "$BG_ERR"
+  ((rc1 == 0 || rc1 == 70))
+  [[ $(held_count "$(lock_key noinfo)" "${PORTS[@]:0:3}") == 0 ]]
+}
+
+@test "INFO refused on one of 3 servers with a restart grace: it never counts; with another held elsewhere, -n is 75 and leaves no key; once that is free, the other two make the quorum" {
+  local ports=("${PORTS[0]}" "${PORTS[3]}" "${PORTS[4]}")
+  three_servers "${ports[@]}"
+  # Older than the grace (1 s): only the refused INFO can hold one back.
+  wait_until 10 up_for 3 "${ports[@]:1}"
+  no_info "${ports[0]}"
+  contender_hold oneinfo 4242 "${ports[1]}"
+  run -75 --separate-stderr rl --restart-grace 1s -n oneinfo touch ran
+  echo "$stderr"
+  [[ ! -e ran ]]
+  absent_on "$(lock_key oneinfo)" "${ports[0]}" "${ports[2]}"
+  topology_cli "${ports[1]}" del "$(lock_key oneinfo)" >/dev/null
+  run -0 --separate-stderr rl --restart-grace 1s -w 5s oneinfo sh -c 'echo "$RLOCK_FENCE"'
+  echo "$stderr"
+  [[ $output =~ ^[0-9]+$ ]]
+  [[ $(held_count "$(lock_key oneinfo)" "${ports[@]}") == 0 ]]
+}
+
+@test "a black-holed server (its accept queue full) costs little: with 2 live servers and it, -t 3s runs its command and exits 0, and -t 30s starts it well before --connect-timeout; so does a frozen one" {
+  local start first
+  black_hole
+  RLOCK_URL="$(url_of "${PORTS[0]}") $(url_of "${PORTS[1]}") $(url_of "$BH_PORT")"
+  export RLOCK_URL
+  start=$EPOCHREALTIME
+  run -0 --separate-stderr rl --connect-timeout 5s -t 3s -w 8s bh sh -c 'echo ran'
+  note "-t 3s with a black hole: exit 0 after $(elapsed "$start") s"
+  echo "$stderr"
+  [[ $output == ran ]]
+  start=$EPOCHREALTIME
+  run -0 --separate-stderr rl --connect-timeout 5s -t 30s -w 8s bh bash -c 'echo "$EPOCHREALTIME"'
+  echo "$stderr"
+  first=$output
+  [[ $first =~ ^[0-9]+[.,][0-9]+$ ]]
+  note "-t 30s with a black hole: the command started $(awk -v a="$start" -v b="$first" 'BEGIN { printf "%.2f", b - a }') s after the launch"
+  # Before one --connect-timeout: the black hole was not waited for.
+  awk -v a="$start" -v b="$first" 'BEGIN { exit !(b - a < 5) }'
+  [[ $(held_count "$(lock_key bh)" "${PORTS[@]:0:2}") == 0 ]]
+
+  # A frozen server accepts connections (the kernel does) and never answers.
+  three_servers
+  freeze "${PORTS[2]}"
+  for first in 1 2 3; do
+    run -0 --separate-stderr rl --connect-timeout 5s -t 3s -w 8s fz sh -c 'echo ran'
+    echo "$stderr"
+    [[ $output == ran ]]
+  done
+  thaw "${PORTS[2]}"
+}
+
+@test "a split vote (each of 3 servers held by another contender, or ours): the waiter looks again soon, and gets in well inside the safety net's span once the others undo" {
+  local ev=$BATS_TEST_TMPDIR/ev r start
+  three_servers
+  contender_hold split 4242 "${PORTS[0]}"
+  contender_hold split 4343 "${PORTS[1]}"
+  bg "$RLOCK" -t 10s -w 30s --events "$ev" split sh -c 'echo ran'
+  r=$BG_PID
+  wait_until 10 has_event "$ev" waiting
+  sleep 0.5
+  # The other two contenders undo quietly (no wake-up), as losers do.
+  topology_cli "${PORTS[0]}" del "$(lock_key split)" >/dev/null
+  topology_cli "${PORTS[1]}" del "$(lock_key split)" >/dev/null
+  start=$EPOCHREALTIME
+  # The holders' leases are 60 s and the safety net after them 5-10 s: the
+  # run must not sleep for either.
+  reaped 0 "$r" 4
+  note "the split's loser got in $(elapsed "$start") s after the others undid"
+  [[ $(<"$BG_OUT") == ran ]]
+}
+
+@test "2 of 3 servers restarted empty during a hold are noticed at once, not at the next renewal: the run is stopped (70) long before it" {
+  local hb=$BATS_TEST_TMPDIR/hb r rc=0 start pgid
+  three_servers
+  # -t 60s: the first renewal is due 20 s after the acquire.
+  bg "$RLOCK" -t 60s g8 bash -c "$(hold_script "$hb" 30)"
+  r=$BG_PID
+  wait_until 10 beating "$hb"
+  pgid=$(child_group "$hb")
+  # The renewer has connected by now.
+  sleep 0.5
+  start=$EPOCHREALTIME
+  restart_empty "${PORTS[0]}"
+  restart_empty "${PORTS[1]}"
+  reap "$r" 10 || rc=$?
+  note "2 of 3 restarted: rlock exited $rc $(elapsed "$start") s after the first restart"
+  cat "$BG_ERR"
+  ((rc == 70))
+  wait_until 3 group_dead "$pgid"
 }

@@ -1,3 +1,4 @@
+#include <rlock/lock/quorum_counts.hpp>
 #include <rlock/lock/quorum_store.hpp>
 #include <rlock/lock/replies.hpp>
 #include <rlock/lock/restart_grace.hpp>
@@ -151,25 +152,6 @@ answered(const std::vector<QuorumStore::Answer>& answers) {
       }));
 }
 
-// The time until `quorum` servers no longer hold the lock, from the PTTLs
-// (-1: no expiry) of the servers that hold it and the count that do not;
-// -2 when fewer than `quorum` hold it now.
-std::int64_t
-quorum_remaining_ms(std::vector<std::int64_t> held_ms, int quorum) {
-  if (static_cast<int>(held_ms.size()) < quorum) {
-    return -2;
-  }
-  // Past the (held - quorum + 1)-th lease to end, fewer than a quorum hold.
-  for (auto& ms : held_ms) {
-    if (ms < 0) {
-      ms = std::numeric_limits<std::int64_t>::max();
-    }
-  }
-  std::sort(held_ms.begin(), held_ms.end());
-  const auto at = held_ms[held_ms.size() - static_cast<std::size_t>(quorum)];
-  return at == std::numeric_limits<std::int64_t>::max() ? -1 : at;
-}
-
 // The time until `quorum` servers are free, from the PTTLs of the servers
 // that hold it and the count of free ones.
 std::int64_t
@@ -186,6 +168,34 @@ free_in_ms(std::vector<std::int64_t> held_ms, int free, int quorum) {
   return at < 0 ? -1 : at;
 }
 
+// The failure of a server whose start cannot be told while a restart grace
+// is asked for: the words of one server's (restart_grace.cpp).
+redis::Failure
+unknown_start(const std::string& address,
+              const std::string& why,
+              const RestartGrace& grace) {
+  return redis::Failure(redis::FailureKind::unexpected_reply,
+                        "cannot tell when the Redis server at " + address
+                            + " started (" + why + "); allow INFO or set "
+                            + grace.name + " 0");
+}
+
+// Why an INFO reply does not tell when the server started; nothing when it
+// does.
+std::optional<std::string>
+start_unknown_why(const redis::Reply& info) {
+  if (info.is_error()) {
+    return "INFO refused: " + printable(info.text);
+  }
+  if (!info.is_string()) {
+    return std::string("unexpected reply to INFO");
+  }
+  if (!uptime_of(info.text)) {
+    return std::string("INFO has no uptime_in_seconds");
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 QuorumStore::QuorumStore(const Deployment& deployment)
@@ -194,7 +204,9 @@ QuorumStore::QuorumStore(const Deployment& deployment)
     member.prefix = deployment.prefix;
     member.connect = deployment.connect;
     member.restart_grace = deployment.restart_grace;
-    m_members.push_back(Member{std::make_unique<RedisStore>(member), {}});
+    Member added;
+    added.store = std::make_unique<RedisStore>(member);
+    m_members.push_back(std::move(added));
   }
 }
 
@@ -203,8 +215,13 @@ QuorumStore::another() const {
   auto store = std::make_unique<QuorumStore>(m_deployment);
   store->m_granted = m_granted;
   for (std::size_t i = 0; i < m_members.size(); ++i) {
-    store->m_members[i].store->require_replicas(
-        m_members[i].store->required_replicas());
+    auto& copy = store->m_members[i];
+    const auto& member = m_members[i];
+    copy.store->require_replicas(member.store->required_replicas());
+    // A server that just failed is not dialled again by the other thread.
+    copy.failures = member.failures;
+    copy.down_until = member.down_until;
+    copy.last_failure = member.last_failure;
   }
   return store;
 }
@@ -249,12 +266,89 @@ QuorumStore::clock_allowance(Duration ttl) const {
   return ttl / 100 + milliseconds(2);
 }
 
+std::optional<redis::Failure>
+QuorumStore::note_server(Member& member,
+                         redis::Connection& c,
+                         const redis::Reply& info) {
+  // A run_id unknown now is no longer the one the server had: it is told
+  // apart from the one that granted the lock (quorum::restarted_since()).
+  member.run_id = info.is_string() ? info_field(info.text, "run_id") : "";
+  if (const auto why = start_unknown_why(info)) {
+    return unknown_start(c.address(), *why, m_deployment.restart_grace);
+  }
+  c.set_server_started(latest_start(*uptime_of(info.text), boot_now()));
+  return std::nullopt;
+}
+
 void
-QuorumStore::note_server(Member& member, const redis::Reply& info) {
-  if (!info.is_string()) {
+QuorumStore::mark_down(Member& member, const redis::Failure& failure) {
+  member.store->disconnect();
+  ++member.failures;
+  member.down_until = boot_now() + quorum::down_for(member.failures);
+  member.last_failure = failure;
+}
+
+void
+QuorumStore::mark_up(Member& member) {
+  member.failures = 0;
+  member.down_until.reset();
+  member.last_failure.reset();
+}
+
+void
+QuorumStore::open_members(std::vector<Answer>& answers,
+                          Duration budget,
+                          std::optional<redis::Enough> enough) {
+  const BootTime now = boot_now();
+  const BootTime until =
+      m_deadline ? std::min(*m_deadline, now + budget) : now + budget;
+  std::vector<redis::Dial> dials;
+  std::vector<Answer*> dialled;
+  for (auto& answer : answers) {
+    auto& member = m_members[answer.member];
+    if (member.store->idle_fd() >= 0) {
+      continue;
+    }
+    if (member.down_until && now < *member.down_until) {
+      answer.failure = member.last_failure;
+      continue;
+    }
+    const auto& described = m_deployment.members[answer.member];
+    if (described.sentinel) {
+      // The sentinels are asked where the master is, in turn: session().
+      member.store->set_deadline(until);
+      try {
+        member.store->session();
+      } catch (const redis::Failure& failure) {
+        answer.failure = failure;
+        mark_down(member, failure);
+      }
+      member.store->set_deadline(m_deadline);
+      continue;
+    }
+    dials.push_back(redis::Dial{described.endpoint, {}, {}});
+    dialled.push_back(&answer);
+  }
+  if (dials.empty()) {
     return;
   }
-  member.run_id = info_field(info.text, "run_id");
+  auto options = m_deployment.connect;
+  const Duration left = std::max(until - boot_now(), Duration(milliseconds(1)));
+  options.connect_timeout = std::min(options.connect_timeout, left);
+  options.io_timeout = std::min(options.io_timeout, left);
+  redis::dial_all(dials, options, until, enough);
+  for (std::size_t i = 0; i < dials.size(); ++i) {
+    auto& member = m_members[dialled[i]->member];
+    if (dials[i].connection) {
+      member.store->adopt(std::move(*dials[i].connection));
+    } else {
+      const auto failure = dials[i].failure.value_or(
+          redis::Failure(redis::FailureKind::refused,
+                         "cannot connect to " + dials[i].endpoint.address()));
+      dialled[i]->failure = failure;
+      mark_down(member, failure);
+    }
+  }
 }
 
 std::vector<QuorumStore::Answer>
@@ -262,8 +356,24 @@ QuorumStore::round(const std::vector<std::size_t>& members,
                    const ScriptCall& call,
                    Duration per_server,
                    bool confirm,
-                   bool by_source) {
+                   bool by_source,
+                   bool quorum_suffices) {
   std::vector<Answer> answers;
+  for (const auto member : members) {
+    answers.push_back(answer_for(member));
+  }
+  // The servers not connected are dialled at once; those that connect
+  // late cost the others at most a per-server time (an acquire's).
+  const auto connected =
+      std::count_if(members.begin(), members.end(), [this](std::size_t member) {
+        return m_members[member].store->idle_fd() >= 0;
+      });
+  const auto wanted = std::max<long>(m_deployment.quorum - connected, 0);
+  open_members(
+      answers,
+      per_server,
+      redis::Enough{static_cast<std::size_t>(wanted),
+                    boot_now() + std::min(per_server, k_longest_per_server)});
   std::vector<redis::Exchange> exchanges;
   // Per exchange: its answer, and whether INFO leads and WAIT follows.
   struct Shape {
@@ -273,12 +383,15 @@ QuorumStore::round(const std::vector<std::size_t>& members,
   };
   std::vector<Shape> shapes;
   bool waits = false;
-  for (const auto member : members) {
-    answers.push_back(Answer{member, {}, {}, {}, store_address(member)});
-    auto& store = *m_members[member].store;
+  for (std::size_t index = 0; index < answers.size(); ++index) {
+    auto& answer = answers[index];
+    if (answer.failure) {
+      continue;
+    }
+    auto& store = *m_members[answer.member].store;
     try {
       auto& c = store.session();
-      answers.back().address = c.address();
+      answer.address = c.address();
       redis::Exchange exchange;
       exchange.connection = &c;
       const bool info = !c.server_started().has_value();
@@ -294,14 +407,23 @@ QuorumStore::round(const std::vector<std::size_t>& members,
              std::to_string(replicas),
              std::to_string(std::max<std::int64_t>(to_ms(per_server), 1))});
       }
-      shapes.push_back(Shape{answers.size() - 1, info, replicas});
+      answer.sent = true;
+      shapes.push_back(Shape{index, info, replicas});
       exchanges.push_back(std::move(exchange));
     } catch (const redis::Failure& failure) {
-      answers.back().failure = failure;
+      answer.failure = failure;
+      mark_down(m_members[answer.member], failure);
     }
   }
-  redis::exchange_all(
-      exchanges, boot_now() + per_server + (waits ? per_server : Duration()));
+  const BootTime start = boot_now();
+  std::optional<redis::Enough> enough;
+  if (quorum_suffices) {
+    enough = redis::Enough{static_cast<std::size_t>(m_deployment.quorum),
+                           start + std::min(per_server, k_longest_per_server)};
+  }
+  redis::exchange_all(exchanges,
+                      start + per_server + (waits ? per_server : Duration()),
+                      enough);
   std::vector<std::size_t> lost_script;
   for (std::size_t i = 0; i < exchanges.size(); ++i) {
     auto& exchange = exchanges[i];
@@ -309,18 +431,14 @@ QuorumStore::round(const std::vector<std::size_t>& members,
     auto& member = m_members[answer.member];
     if (exchange.failure) {
       answer.failure = exchange.failure;
-      member.store->disconnect();
+      mark_down(member, *exchange.failure);
       continue;
     }
+    mark_up(member);
     std::size_t at = 0;
     if (shapes[i].info) {
-      const auto& info = exchange.replies[at++];
-      note_server(member, info);
-      if (const auto uptime =
-              info.is_string() ? uptime_of(info.text) : std::nullopt) {
-        exchange.connection->set_server_started(
-            latest_start(*uptime, boot_now()));
-      }
+      answer.unknown_start =
+          note_server(member, *exchange.connection, exchange.replies[at++]);
     }
     answer.started = exchange.connection->server_started();
     auto& reply = exchange.replies[at];
@@ -388,6 +506,14 @@ QuorumStore::store_address(std::size_t member) const {
   return m_members[member].store->address();
 }
 
+QuorumStore::Answer
+QuorumStore::answer_for(std::size_t member) const {
+  Answer answer;
+  answer.member = member;
+  answer.address = store_address(member);
+  return answer;
+}
+
 void
 QuorumStore::require_quorum(const std::vector<Answer>& answers,
                             const std::string& what) const {
@@ -446,6 +572,7 @@ AcquireAttempt
 QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
   const int quorum = m_deployment.quorum;
+  const auto& grace = m_deployment.restart_grace;
   const BootTime sent = boot_now();
   const auto answers =
       round(all_members(),
@@ -459,9 +586,13 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   std::vector<std::size_t> maybe;
   std::vector<AcquireAttempt> busy;
   std::vector<std::int64_t> fences;
+  // The servers whose start cannot be told, while a grace is asked for.
+  std::vector<redis::Failure> unknown;
   for (const auto& answer : answers) {
     if (!answer.reply) {
-      maybe.push_back(answer.member);
+      if (answer.sent) {
+        maybe.push_back(answer.member);
+      }
       continue;
     }
     AcquireAttempt attempt;
@@ -472,19 +603,29 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
       maybe.push_back(answer.member);
       continue;
     }
-    const auto held_back_by = answer.started
-                                  ? held_back(answer.address,
-                                              *answer.started,
-                                              m_deployment.restart_grace,
-                                              boot_now())
-                                  : std::nullopt;
-    if (attempt.acquired && answer.counts() && !held_back_by) {
+    // A server that will not say when it started may have restarted empty
+    // a moment ago: it never counts (one server refuses the same way).
+    const bool start_unknown =
+        grace.length > Duration::zero() && answer.unknown_start;
+    if (start_unknown) {
+      unknown.push_back(*answer.unknown_start);
+    }
+    const auto held_back_by =
+        answer.started && !start_unknown
+            ? held_back(answer.address, *answer.started, grace, boot_now())
+            : std::nullopt;
+    if (attempt.acquired && answer.counts() && !held_back_by
+        && !start_unknown) {
       granted.push_back(answer.member);
       fences.push_back(attempt.fence);
     } else if (attempt.acquired) {
       maybe.push_back(answer.member);
       if (held_back_by) {
         busy.push_back(*held_back_by);
+      } else if (start_unknown) {
+        AcquireAttempt refused;
+        refused.held_back = answer.unknown_start->what();
+        busy.push_back(refused);
       }
     } else {
       busy.push_back(attempt);
@@ -493,7 +634,10 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const Duration allowance = clock_allowance(request.ttl);
   const bool in_time = boot_now() < sent + request.ttl - allowance;
   const Duration per_server = per_server_time(request.ttl);
-  if (static_cast<int>(granted.size()) >= quorum && in_time) {
+  std::string short_by;
+  if (static_cast<int>(granted.size()) >= quorum && !in_time) {
+    short_by = "too late to count";
+  } else if (static_cast<int>(granted.size()) >= quorum) {
     const auto fence = *std::max_element(fences.begin(), fences.end());
     if (raise_fence(reachable(answers),
                     raise_fence_call(lock_keys, request.token, fence),
@@ -502,6 +646,7 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
       for (const auto member : granted) {
         m_granted[member] = m_members[member].run_id;
       }
+      m_splits = 0;
       undo(maybe, lock_keys, request.token, per_server);
       AcquireAttempt won;
       won.acquired = true;
@@ -512,18 +657,38 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
       won.servers = static_cast<int>(m_members.size());
       return won;
     }
+    short_by = "too few servers took its fence";
   }
   const int agreed = static_cast<int>(granted.size());
   granted.insert(granted.end(), maybe.begin(), maybe.end());
   undo(granted, lock_keys, request.token, per_server);
+  if (static_cast<int>(m_members.size() - unknown.size()) < quorum) {
+    // Too few servers can say when they started for any quorum to count.
+    throw unknown.front();
+  }
   require_quorum(answers, "cannot acquire lock " + quote(request.name));
-  return not_won(busy, agreed, request.ttl);
+  auto result = not_won(busy, agreed, request.ttl, short_by);
+  const int silent = static_cast<int>(m_members.size()) - answered(answers);
+  if (quorum::split_vote(busy, silent, quorum)) {
+    // Nobody holds it: every contender of the split undoes what it got.
+    // Look again soon, at random, so that one of us wins next time.
+    ++m_splits;
+    result.retry_ms =
+        1
+        + static_cast<std::int64_t>(
+            random_below_or_equal(static_cast<std::uint64_t>(
+                quorum::split_backoff_span_ms(m_splits, to_ms(per_server)))));
+  } else {
+    m_splits = 0;
+  }
+  return result;
 }
 
 AcquireAttempt
 QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
                      int granted,
-                     Duration ttl) const {
+                     Duration ttl,
+                     const std::string& short_by) const {
   // The holder most servers name speaks for them all.
   std::map<std::string, int> votes;
   const AcquireAttempt* spokesman = nullptr;
@@ -541,7 +706,8 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
     result.holder = "no quorum (" + std::to_string(granted) + " of "
                     + std::to_string(m_members.size())
                     + " servers granted it, quorum "
-                    + std::to_string(m_deployment.quorum) + ")";
+                    + std::to_string(m_deployment.quorum)
+                    + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
   result.acquired = false;
   result.servers = static_cast<int>(m_members.size());
@@ -637,42 +803,42 @@ QuorumStore::renew(std::string_view name,
   }
   auto answers = round(
       holders, renew_call(lock_keys, token, ttl, mode), round_time(), true);
-  std::vector<std::int64_t> before_ms;
-  int lost = 0;
+  std::vector<quorum::RenewVote> votes;
   for (auto& answer : answers) {
+    using Kind = quorum::RenewVote::Kind;
     const auto granted = m_granted.find(answer.member);
-    if (answer.counts() && granted != m_granted.end()
-        && m_members[answer.member].run_id != granted->second) {
+    if (answer.reply && granted != m_granted.end()
+        && quorum::restarted_since(granted->second,
+                                   m_members[answer.member].run_id)) {
       answer.failure = redis::Failure(
           redis::FailureKind::closed,
           answer.address + " restarted since it granted the lock");
+      votes.push_back({Kind::restarted});
+      continue;
     }
     if (!answer.counts()) {
-      lost += answer.reply ? 1 : 0;
+      // No reply, an error, or replicas that did not confirm it in time
+      // (WAIT): the server may hold it still.
+      votes.push_back({Kind::silent});
       continue;
     }
     const auto renewal =
         decode_renew(*answer.reply, "cannot renew lock " + quote(name));
-    if (renewal.held) {
-      before_ms.push_back(renewal.remaining_before_ms);
-    } else {
-      ++lost;
-    }
+    votes.push_back(
+        renewal.held
+            ? quorum::RenewVote{Kind::held, renewal.remaining_before_ms}
+            : quorum::RenewVote{Kind::not_held});
   }
   const int quorum = m_deployment.quorum;
-  const int confirmed = static_cast<int>(before_ms.size());
-  Renewal renewal;
-  renewal.confirmed = confirmed;
-  renewal.clock_allowance = clock_allowance(ttl);
-  if (confirmed >= quorum) {
-    renewal.held = true;
-    renewal.remaining_before_ms = quorum_remaining_ms(before_ms, quorum);
-    return renewal;
+  if (auto renewal = quorum::count_renewal(
+          votes, static_cast<int>(holders.size()), quorum)) {
+    renewal->clock_allowance = clock_allowance(ttl);
+    return *renewal;
   }
-  if (static_cast<int>(holders.size()) - lost < quorum) {
-    // Too few servers still hold it for any retry to reach a quorum.
-    return renewal;
-  }
+  const auto confirmed = std::count_if(
+      votes.begin(), votes.end(), [](const quorum::RenewVote& vote) {
+        return vote.kind == quorum::RenewVote::Kind::held;
+      });
   throw redis::Failure(
       redis::FailureKind::timed_out,
       "renewed " + quote(name) + " on only " + std::to_string(confirmed)
@@ -682,8 +848,14 @@ QuorumStore::renew(std::string_view name,
 
 bool
 QuorumStore::release(std::string_view name, const std::string& token) {
-  const auto answers =
-      round(all_members(), release_call(keys(name), token), round_time());
+  // A quorum's answers tell what there is to tell: a server that does not
+  // answer in the time of an acquire's is left to its lease.
+  const auto answers = round(all_members(),
+                             release_call(keys(name), token),
+                             round_time(),
+                             false,
+                             false,
+                             true);
   m_granted.clear();
   int released = 0;
   int silent = 0;
@@ -745,7 +917,7 @@ QuorumStore::check(std::string_view name, const std::string& token) {
   }
   const int quorum = m_deployment.quorum;
   if (static_cast<int>(left_ms.size()) >= quorum) {
-    const auto ms = quorum_remaining_ms(left_ms, quorum);
+    const auto ms = quorum::quorum_remaining_ms(left_ms, quorum);
     return ms < 0 ? Duration::max() : Duration(milliseconds(ms));
   }
   if (static_cast<int>(m_members.size()) - lost < quorum) {
@@ -969,7 +1141,13 @@ QuorumStore::watch_each(std::string_view name, Open&& open) {
   std::vector<std::unique_ptr<Wakeups>> sources;
   std::vector<Answer> answers;
   for (std::size_t i = 0; i < m_members.size(); ++i) {
-    answers.push_back(Answer{i, {}, {}, {}, store_address(i)});
+    answers.push_back(answer_for(i));
+    const auto& member = m_members[i];
+    if (member.down_until && boot_now() < *member.down_until) {
+      // It failed a moment ago: not waited for again.
+      answers.back().failure = member.last_failure;
+      continue;
+    }
     try {
       m_members[i].store->set_deadline(
           boot_now() + std::min(step_time(), k_subscribe_bound));
@@ -988,12 +1166,23 @@ void
 QuorumStore::connect() {
   std::vector<Answer> answers;
   for (std::size_t i = 0; i < m_members.size(); ++i) {
-    answers.push_back(Answer{i, {}, {}, {}, store_address(i)});
-    try {
-      m_members[i].store->connect();
-      answers.back().reply = redis::Reply{};
-    } catch (const redis::Failure& failure) {
-      answers.back().failure = failure;
+    answers.push_back(answer_for(i));
+  }
+  // Once a quorum is connected, the others get an acquire's per-server
+  // time more: a server that drops connection requests does not hold the
+  // run up for --connect-timeout.
+  const Duration budget = m_deadline
+                              ? std::clamp(*m_deadline - boot_now(),
+                                           Duration(),
+                                           m_deployment.connect.connect_timeout)
+                              : m_deployment.connect.connect_timeout;
+  open_members(answers,
+               budget,
+               redis::Enough{static_cast<std::size_t>(m_deployment.quorum),
+                             boot_now() + k_longest_per_server});
+  for (auto& answer : answers) {
+    if (!answer.failure) {
+      answer.reply = redis::Reply{};
     }
   }
   require_quorum(answers, "");
@@ -1014,16 +1203,37 @@ QuorumStore::set_deadline(std::optional<BootTime> deadline) {
   }
 }
 
-// No one connection's closing matters to a quorum: the renewer learns of a
-// lost server at its next renewal.
+// The renewer sleeps on this: a server that restarts closes its
+// connection, and is noticed at once, as on one server.
 int
 QuorumStore::idle_fd() const {
-  return -1;
+  if (m_idle.get() < 0) {
+    m_idle = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+  }
+  bool any = false;
+  for (const auto& member : m_members) {
+    const int fd = member.store->idle_fd();
+    if (fd < 0) {
+      continue;
+    }
+    any = true;
+    // A closed descriptor leaves the set by itself; one already in it
+    // fails with EEXIST.
+    epoll_event event{};
+    event.events = EPOLLIN | EPOLLRDHUP;
+    event.data.fd = fd;
+    ::epoll_ctl(m_idle.get(), EPOLL_CTL_ADD, fd, &event);
+  }
+  return any && m_idle.get() >= 0 ? m_idle.get() : -1;
 }
 
 bool
 QuorumStore::idle_connection_broken() {
-  return false;
+  bool broken = false;
+  for (auto& member : m_members) {
+    broken = member.store->idle_connection_broken() || broken;
+  }
+  return broken;
 }
 
 } // namespace rlock::lock

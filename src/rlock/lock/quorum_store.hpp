@@ -4,6 +4,8 @@
 #include <rlock/lock/protocol.hpp>
 #include <rlock/lock/redis_store.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/redis/fanout.hpp>
+#include <rlock/util/fd.hpp>
 
 #include <map>
 #include <memory>
@@ -18,9 +20,11 @@ namespace rlock::lock {
 //
 // Each step sends its script to every server at once, from this thread, and
 // reads the replies as they come; a server that does not answer within the
-// step's per-server time counts as one that did not agree. The acquire is
-// won with a quorum of grants, else undone on every server that may have
-// granted it; its lease counts from before the first send, minus an
+// step's per-server time counts as one that did not agree. Servers not
+// connected are dialled all at once within that time too, and one that
+// failed is left out of the steps for a while (quorum::down_for()). The
+// acquire is won with a quorum of grants, else undone on every server that may
+// have granted it; its lease counts from before the first send, minus an
 // allowance for clocks that run faster than ours (1% of the TTL plus 2 ms).
 // Renewals go only to the servers that granted it, never re-create a key,
 // and count only with a quorum, a server whose run_id changed since the
@@ -76,6 +80,11 @@ public:
     // When the server started at the latest, once known.
     std::optional<BootTime> started;
     std::string address;
+    // The script went out (it may have run, whatever the answer).
+    bool sent = false;
+    // Why the server's start cannot be told (it refused INFO), when it
+    // cannot: a restart grace cannot hold it back.
+    std::optional<redis::Failure> unknown_start;
 
     bool
     counts() const {
@@ -87,8 +96,13 @@ private:
   struct Member {
     std::unique_ptr<RedisStore> store;
     // The run_id the server reported on the current connection ("" until
-    // asked).
+    // asked, or when it refused INFO).
     std::string run_id;
+    // Failures in a row (no connection, no answer in time), and until when
+    // the steps leave the server out for them, with the last one.
+    int failures = 0;
+    std::optional<BootTime> down_until;
+    std::optional<redis::Failure> last_failure;
   };
 
   // Sends `call` to each of `members` at once and reads the replies until
@@ -96,11 +110,25 @@ private:
   // server's replicas must confirm writes, the WAIT for them). A new
   // connection also asks the server's run_id and uptime; a server that lost
   // the script is sent it once more. A server that failed is disconnected.
+  // With `quorum_suffices`, stops waiting for the others once a quorum
+  // answered and `per_server` (at most the acquire's) has passed.
   std::vector<Answer> round(const std::vector<std::size_t>& members,
                             const ScriptCall& call,
                             Duration per_server,
                             bool confirm = false,
-                            bool by_source = false);
+                            bool by_source = false,
+                            bool quorum_suffices = false);
+  // Connects the servers of `answers` that have no connection, all at once,
+  // within `budget`; those left out for a recent failure, and those that
+  // did not connect, get their answer's failure. With `enough`, stops
+  // waiting as exchange_all() does.
+  void open_members(std::vector<Answer>& answers,
+                    Duration budget,
+                    std::optional<redis::Enough> enough = std::nullopt);
+  // Leaves `member` out of the steps for a while after `failure`, or lets
+  // it back in after a success.
+  void mark_down(Member& member, const redis::Failure& failure);
+  void mark_up(Member& member);
   std::vector<std::size_t> all_members() const;
   // The run's (or the step's) own bound on a round: what is left until the
   // deadline, at most the reply timeout.
@@ -128,14 +156,22 @@ private:
   std::string unreachable_text(const std::vector<Answer>& answers) const;
   // The answer to an acquire that was not won, from what the servers that
   // did not grant it said (`busy`).
+  // `short_by` says why `granted` grants did not win, when they were a
+  // quorum (they came too late).
   AcquireAttempt not_won(const std::vector<AcquireAttempt>& busy,
                          int granted,
-                         Duration ttl) const;
+                         Duration ttl,
+                         const std::string& short_by = "") const;
   Duration per_server_time(Duration ttl) const;
   Duration clock_allowance(Duration ttl) const;
-  void note_server(Member& member, const redis::Reply& info);
+  // Notes what a new connection's INFO said: the run_id (or none) and the
+  // start; returns why the start cannot be told, if it cannot.
+  std::optional<redis::Failure>
+  note_server(Member& member, redis::Connection& c, const redis::Reply& info);
   LockKeys keys(std::string_view name) const;
   std::string store_address(std::size_t member) const;
+  // An answer of `member`'s, with nothing in it yet.
+  Answer answer_for(std::size_t member) const;
   // Opens `open`(a server's store) on every server, each bounded, and
   // wakes on any; throws Failure when fewer than a quorum opened.
   template <typename Open>
@@ -153,6 +189,10 @@ private:
   // Since the last won acquire: the servers that granted it and the run_id
   // each had then.
   std::map<std::size_t, std::string> m_granted;
+  // Split votes lost in a row, for the back-off after the next.
+  int m_splits = 0;
+  // idle_fd(): an epoll descriptor over the servers' connections.
+  mutable UniqueFd m_idle;
 };
 
 } // namespace rlock::lock

@@ -578,6 +578,11 @@ RedisStore::session() {
   }
 }
 
+void
+RedisStore::adopt(redis::Connection connection) {
+  m_connection.emplace(std::move(connection));
+}
+
 std::string
 RedisStore::address() const {
   if (m_deployment.sentinel && !m_deployment.sentinel->sentinels.empty()) {

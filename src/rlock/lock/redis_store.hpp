@@ -72,6 +72,11 @@ public:
   // an exchange on it failed.
   redis::Connection& session();
 
+  // For QuorumStore: takes `connection`, opened by the caller on this
+  // store's server (redis::dial_all()), as the next steps' (not with
+  // Sentinel, which must be asked where the master is).
+  void adopt(redis::Connection connection);
+
   // Returns how many replicas must confirm each write made on `c`, fixed at
   // the first call as by the first acquire.
   int replicas_to_confirm(redis::Connection& c);

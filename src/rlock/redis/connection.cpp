@@ -14,18 +14,12 @@ fail_with(FailureKind kind, const std::string& message) {
   throw Failure(kind, message);
 }
 
+// The stream over a connected socket: TLS when the URL asks for it.
 std::unique_ptr<Stream>
-connect_stream(const Endpoint& endpoint, const ConnectOptions& options) {
-  if (endpoint.is_unix()) {
-    return std::make_unique<PlainStream>(
-        connect_unix(endpoint.socket_path, options.connect_timeout),
-        endpoint.address());
-  }
-  auto socket = connect_tcp(endpoint.host,
-                            endpoint.port,
-                            endpoint.address(),
-                            options.connect_timeout);
-  if (endpoint.tls) {
+stream_on(UniqueFd socket,
+          const Endpoint& endpoint,
+          const ConnectOptions& options) {
+  if (endpoint.tls && !endpoint.is_unix()) {
     return start_tls(std::move(socket),
                      endpoint.host,
                      endpoint.address(),
@@ -33,6 +27,22 @@ connect_stream(const Endpoint& endpoint, const ConnectOptions& options) {
                      options.connect_timeout);
   }
   return std::make_unique<PlainStream>(std::move(socket), endpoint.address());
+}
+
+std::unique_ptr<Stream>
+connect_stream(const Endpoint& endpoint, const ConnectOptions& options) {
+  if (endpoint.is_unix()) {
+    return stream_on(
+        connect_unix(endpoint.socket_path, options.connect_timeout),
+        endpoint,
+        options);
+  }
+  return stream_on(connect_tcp(endpoint.host,
+                               endpoint.port,
+                               endpoint.address(),
+                               options.connect_timeout),
+                   endpoint,
+                   options);
 }
 
 std::string&
@@ -55,6 +65,17 @@ Connection::Connection(std::unique_ptr<Stream> stream, Endpoint endpoint)
 Connection
 Connection::open(const Endpoint& endpoint, const ConnectOptions& options) {
   Connection connection(connect_stream(endpoint, options), endpoint);
+  connection.set_io_timeout(options.io_timeout);
+  connection.log_in();
+  return connection;
+}
+
+Connection
+Connection::open_on(UniqueFd socket,
+                    const Endpoint& endpoint,
+                    const ConnectOptions& options) {
+  Connection connection(stream_on(std::move(socket), endpoint, options),
+                        endpoint);
   connection.set_io_timeout(options.io_timeout);
   connection.log_in();
   return connection;

@@ -33,6 +33,12 @@ public:
   static Connection open(const Endpoint& endpoint,
                          const ConnectOptions& options);
 
+  // The same on `socket`, connected to `endpoint` already (dial_all()):
+  // TLS, login and database, bounded by `options`.
+  static Connection open_on(UniqueFd socket,
+                            const Endpoint& endpoint,
+                            const ConnectOptions& options);
+
   // Sends one command and returns its reply, an error reply included. Throws
   // Error (unavailable) when the connection fails or the reply times out; the
   // connection is unusable after that.

@@ -47,18 +47,40 @@ poll_for(int fd, short events, Duration timeout) {
   }
 }
 
-// Finishes a non-blocking connect(2); returns 0 or the errno it failed with.
+// The error a non-blocking connect(2) on `fd` ended with (0: connected).
 int
-finish_connect(int fd, Duration timeout) {
-  if (!poll_for(fd, POLLOUT, timeout)) {
-    return ETIMEDOUT;
-  }
+connect_error(int fd) {
   int error = 0;
   socklen_t length = sizeof error;
   if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
     return errno;
   }
   return error;
+}
+
+// Finishes a non-blocking connect(2); returns 0 or the errno it failed with.
+int
+await_connect(int fd, Duration timeout) {
+  if (!poll_for(fd, POLLOUT, timeout)) {
+    return ETIMEDOUT;
+  }
+  return connect_error(fd);
+}
+
+// Starts a non-blocking connect(2) of a new socket to `address`.
+StartedConnect
+start_socket(int family, const sockaddr* address, socklen_t length) {
+  StartedConnect started;
+  started.socket =
+      UniqueFd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (started.socket.get() < 0) {
+    started.error = errno;
+    return started;
+  }
+  if (::connect(started.socket.get(), address, length) != 0) {
+    started.error = errno;
+  }
+  return started;
 }
 
 // Connects a new socket to `address`; returns it, or the errno of the failure.
@@ -74,8 +96,7 @@ connect_to(int family,
   }
   int error = 0;
   if (::connect(socket.get(), address, length) != 0) {
-    error =
-        errno == EINPROGRESS ? finish_connect(socket.get(), timeout) : errno;
+    error = errno == EINPROGRESS ? await_connect(socket.get(), timeout) : errno;
   }
   if (error != 0) {
     return {UniqueFd(), error};
@@ -233,6 +254,66 @@ connect_tcp(const std::string& host,
     }
     error = failure;
   }
+  fail_with(FailureKind::refused,
+            "cannot connect to " + address + ": "
+                + connect_failure(error, timeout));
+}
+
+StartedConnect
+start_connect(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int status =
+      ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (status != 0) {
+    StartedConnect failed;
+    failed.error = EINVAL;
+    failed.failure =
+        status == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(status);
+    return failed;
+  }
+  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(
+      found, &::freeaddrinfo);
+  StartedConnect started;
+  for (const addrinfo* entry = found; entry != nullptr;
+       entry = entry->ai_next) {
+    started = start_socket(entry->ai_family, entry->ai_addr, entry->ai_addrlen);
+    if (started.error == 0 || started.error == EINPROGRESS) {
+      break;
+    }
+  }
+  return started;
+}
+
+StartedConnect
+start_connect(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    StartedConnect failed;
+    failed.error = ENAMETOOLONG;
+    return failed;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return start_socket(
+      AF_UNIX, reinterpret_cast<sockaddr*>(&address), sizeof address);
+}
+
+int
+finish_connect(int fd) {
+  const int error = connect_error(fd);
+  if (error == 0) {
+    const int on = 1;
+    // Fails on a unix-domain socket, which needs none.
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  }
+  return error;
+}
+
+void
+fail_connect(const std::string& address, int error, Duration timeout) {
   fail_with(FailureKind::refused,
             "cannot connect to " + address + ": "
                 + connect_failure(error, timeout));

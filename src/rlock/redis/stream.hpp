@@ -88,4 +88,27 @@ UniqueFd connect_tcp(const std::string& host,
                      Duration timeout);
 UniqueFd connect_unix(const std::string& path, Duration timeout);
 
+// A connect(2) started without waiting, for a caller that waits on several
+// at once: poll its socket for POLLOUT, then ask finish_connect().
+struct StartedConnect {
+  UniqueFd socket;
+  int error = 0;       // the errno it failed with at once, or EINPROGRESS
+  std::string failure; // why the name did not resolve ("" when it did)
+};
+
+// Starts connecting a non-blocking, close-on-exec socket to host:port (the
+// first of the name's addresses that does not fail at once) or to the
+// unix-domain socket at `path`. Does not wait.
+StartedConnect start_connect(const std::string& host, int port);
+StartedConnect start_connect(const std::string& path);
+
+// Returns how the connect started on `fd` ended, once it is writable: 0
+// when connected (a TCP socket gets TCP_NODELAY), else the errno.
+int finish_connect(int fd);
+
+// Throws Error (unavailable): "cannot connect to ADDRESS: REASON", for the
+// errno `error` (ETIMEDOUT: "no answer within TIMEOUT").
+[[noreturn]] void
+fail_connect(const std::string& address, int error, Duration timeout);
+
 } // namespace rlock::redis

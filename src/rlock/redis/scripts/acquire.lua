@@ -141,9 +141,18 @@ if limit ~= 0 and holder_expiry(token) then
 end
 if plain_holder == token then
   -- Our own earlier attempt took it and its reply was lost: the lease
-  -- starts again now, as the caller counts it.
+  -- starts again now, as the caller counts it. Its fence stands unless a
+  -- later one was handed out or written back here since (Redlock: another
+  -- holder's quorum raised this server's counter while our stale lease sat
+  -- here); then it takes a new one, above that.
+  local fence = tonumber(redis.call('HGET', KEYS[1], 'fence')) or 0
+  local last = tonumber(redis.call('GET', KEYS[2])) or 0
+  if last > fence then
+    fence = next_fence()
+    redis.call('HSET', KEYS[1], 'fence', string.format('%d', fence))
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'fence'))}
+  return {1, fence}
 end
 local head, head_expiry, dead = live_head()
 local holders = held_limit and #live_holders() or 0
