@@ -41,6 +41,30 @@ brought_up() {
   fi
 }
 
+# start_topologies LABEL COMMAND...: for setup_file, runs each bring-up
+# COMMAND (a string, evaluated) but the last in the background, since they
+# mostly wait on timers, and the last in the foreground: its variables are
+# the ones exported. Then waits for them all, shows their output and reports
+# the first failure through brought_up.
+start_topologies() {
+  local label=$1 start=$EPOCHREALTIME rc=0 status i
+  shift
+  local -a commands=("$@") pids=() outs=()
+  for ((i = 0; i < ${#commands[@]} - 1; i++)); do
+    outs+=("$BATS_FILE_TMPDIR/bring-up-$i.out")
+    eval "${commands[i]}" >"${outs[i]}" 2>&1 3>&- &
+    pids+=("$!")
+  done
+  eval "${commands[-1]}" || rc=$?
+  for ((i = 0; i < ${#pids[@]}; i++)); do
+    status=0
+    wait "${pids[i]}" || status=$?
+    cat "${outs[i]}" >&2
+    ((rc != 0)) || rc=$status
+  done
+  brought_up "$rc" "$label" "$start"
+}
+
 # skip_without_topology: in setup, skip the test when setup_file found no
 # redis binaries.
 skip_without_topology() {

@@ -31,21 +31,12 @@ source "$BATS_TEST_DIRNAME/../lib/topology.bash"
 load common
 
 setup_file() {
-  local rc=0 rc_stale=0 rc_zombie=0 pid_stale pid_zombie start=$EPOCHREALTIME
   export GRACE_DIR=$BATS_FILE_TMPDIR/grace
   export STALE_DIR=$BATS_FILE_TMPDIR/stale
   export ZOMBIE_DIR=$BATS_FILE_TMPDIR/zombie
-  sentinel_start "$STALE_DIR" 0 1 >"$BATS_FILE_TMPDIR/stale.out" 2>&1 3>&- &
-  pid_stale=$!
-  cluster_start "$ZOMBIE_DIR" 3 1 >"$BATS_FILE_TMPDIR/zombie.out" 2>&1 3>&- &
-  pid_zombie=$!
-  sentinel_start "$GRACE_DIR" 2 3 || rc=$?
-  wait "$pid_stale" || rc_stale=$?
-  wait "$pid_zombie" || rc_zombie=$?
-  cat "$BATS_FILE_TMPDIR/stale.out" "$BATS_FILE_TMPDIR/zombie.out" >&2
-  ((rc != 0)) || rc=$rc_stale
-  ((rc != 0)) || rc=$rc_zombie
-  brought_up "$rc" "bring-up of two sentinel topologies and a cluster" "$start"
+  start_topologies "bring-up of two sentinel topologies and a cluster" \
+    'sentinel_start "$STALE_DIR" 0 1' 'cluster_start "$ZOMBIE_DIR" 3 1' \
+    'sentinel_start "$GRACE_DIR" 2 3'
 }
 
 teardown_file() {

@@ -39,23 +39,13 @@ source "$BATS_TEST_DIRNAME/../lib/topology.bash"
 load common
 
 setup_file() {
-  local rc=0 rc_kill=0 rc_lone=0 pid_kill pid_lone start=$EPOCHREALTIME
   export SHARED_DIR=$BATS_FILE_TMPDIR/shared
   export KILL_DIR=$BATS_FILE_TMPDIR/kill
   export LONE_DIR=$BATS_FILE_TMPDIR/lone
-  # The bring-ups mostly wait on timers: run them side by side. The shared
-  # one last, in the foreground: its variables are the ones exported.
-  sentinel_start "$KILL_DIR" 2 3 >"$BATS_FILE_TMPDIR/kill.out" 2>&1 3>&- &
-  pid_kill=$!
-  sentinel_start "$LONE_DIR" 0 1 >"$BATS_FILE_TMPDIR/lone.out" 2>&1 3>&- &
-  pid_lone=$!
-  sentinel_start "$SHARED_DIR" 2 3 || rc=$?
-  wait "$pid_kill" || rc_kill=$?
-  wait "$pid_lone" || rc_lone=$?
-  cat "$BATS_FILE_TMPDIR/kill.out" "$BATS_FILE_TMPDIR/lone.out" >&2
-  ((rc != 0)) || rc=$rc_kill
-  ((rc != 0)) || rc=$rc_lone
-  brought_up "$rc" "bring-up of three sentinel topologies" "$start"
+  # The shared one last: its variables are the ones exported.
+  start_topologies "bring-up of three sentinel topologies" \
+    'sentinel_start "$KILL_DIR" 2 3' 'sentinel_start "$LONE_DIR" 0 1' \
+    'sentinel_start "$SHARED_DIR" 2 3'
 }
 
 teardown_file() {

@@ -168,18 +168,6 @@ free_in_ms(std::vector<std::int64_t> held_ms, int free, int quorum) {
   return at < 0 ? -1 : at;
 }
 
-// The failure of a server whose start cannot be told while a restart grace
-// is asked for: the words of one server's (restart_grace.cpp).
-redis::Failure
-unknown_start(const std::string& address,
-              const std::string& why,
-              const RestartGrace& grace) {
-  return redis::Failure(redis::FailureKind::unexpected_reply,
-                        "cannot tell when the Redis server at " + address
-                            + " started (" + why + "); allow INFO or set "
-                            + grace.name + " 0");
-}
-
 // Why an INFO reply does not tell when the server started; nothing when it
 // does.
 std::optional<std::string>
@@ -274,7 +262,7 @@ QuorumStore::note_server(Member& member,
   // apart from the one that granted the lock (quorum::restarted_since()).
   member.run_id = info.is_string() ? info_field(info.text, "run_id") : "";
   if (const auto why = start_unknown_why(info)) {
-    return unknown_start(c.address(), *why, m_deployment.restart_grace);
+    return unknown_start_failure(c.address(), *why, m_deployment.restart_grace);
   }
   c.set_server_started(latest_start(*uptime_of(info.text), boot_now()));
   return std::nullopt;

@@ -19,10 +19,7 @@ using std::chrono::seconds;
 unknown_start(const std::string& address,
               const std::string& why,
               const RestartGrace& grace) {
-  throw redis::Failure(redis::FailureKind::unexpected_reply,
-                       "cannot tell when the Redis server at " + address
-                           + " started (" + why + "); allow INFO or set "
-                           + grace.name + " 0");
+  throw unknown_start_failure(address, why, grace);
 }
 
 // "3s", "27s", "2m10s": whole seconds, as INFO counts them.
@@ -211,6 +208,16 @@ attempt_after_grace(redis::Connection& connection,
                name,
                {{"reason", busy->held_back}, {"retry_ms", busy->retry_ms}});
   return *busy;
+}
+
+redis::Failure
+unknown_start_failure(const std::string& address,
+                      const std::string& why,
+                      const RestartGrace& grace) {
+  return redis::Failure(redis::FailureKind::unexpected_reply,
+                        "cannot tell when the Redis server at " + address
+                            + " started (" + why + "); allow INFO or set "
+                            + grace.name + " 0");
 }
 
 } // namespace rlock::lock

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rlock/lock/protocol.hpp>
+#include <rlock/redis/failure.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,12 @@ std::optional<AcquireAttempt> held_back(const std::string& address,
 // more, and a held-back one is not sent at all. Emits `busy` for `name` when
 // the server held the attempt back. Throws Error (unavailable) when the
 // server will not say when it started, or as `attempt` does.
+// The failure of a server whose start cannot be told (`why`) while a
+// restart grace is asked for.
+redis::Failure unknown_start_failure(const std::string& address,
+                                     const std::string& why,
+                                     const RestartGrace& grace);
+
 AcquireAttempt
 attempt_after_grace(redis::Connection& connection,
                     const std::string& name,
