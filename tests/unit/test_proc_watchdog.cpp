@@ -96,7 +96,7 @@ await_state(pid_t pid, char state) {
 
 } // namespace
 
-TEST_CASE("kill_at() never blocks on a stopped watchdog") {
+TEST_CASE("kill_at() never blocks on a stopped watchdog", "[forks_watchdog]") {
   using namespace std::chrono_literals;
   auto watchdog = idle_watchdog(boot_now() + 1h);
   await_state(watchdog.pid(), 'S');
@@ -124,7 +124,8 @@ TEST_CASE("kill_at() never blocks on a stopped watchdog") {
 }
 
 TEST_CASE("a watchdog continued after an old deadline passed fires at the "
-          "deadline of now, not the old one") {
+          "deadline of now, not the old one",
+          "[forks_watchdog]") {
   using namespace std::chrono_literals;
   auto watchdog = idle_watchdog(boot_now() + 300ms);
   await_state(watchdog.pid(), 'S');
@@ -140,7 +141,8 @@ TEST_CASE("a watchdog continued after an old deadline passed fires at the "
   CHECK(watchdog.alive());
 }
 
-TEST_CASE("a dead watchdog shows: alive() turns false, death_fd() hangs up") {
+TEST_CASE("a dead watchdog shows: alive() turns false, death_fd() hangs up",
+          "[forks_watchdog]") {
   auto watchdog = idle_watchdog(boot_now() + std::chrono::hours(1));
   CHECK(watchdog.alive());
   pollfd end{watchdog.death_fd(), 0, 0};
