@@ -217,11 +217,11 @@ PlainStream::write_some(const char* data,
   }
 }
 
-UniqueFd
-connect_tcp(const std::string& host,
-            int port,
-            const std::string& address,
-            Duration timeout) {
+using AddressList = std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)>;
+
+// Resolves host:port for a TCP connection: the addresses, or (null) why not.
+AddressList
+resolve_tcp(const std::string& host, int port, std::string& why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -229,13 +229,24 @@ connect_tcp(const std::string& host,
   const int status =
       ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (status != 0) {
-    fail_with(FailureKind::refused,
-              "cannot connect to " + address + ": "
-                  + (status == EAI_SYSTEM ? std::strerror(errno)
-                                          : ::gai_strerror(status)));
+    why = status == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(status);
+    return AddressList(nullptr, &::freeaddrinfo);
   }
-  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(
-      found, &::freeaddrinfo);
+  return AddressList(found, &::freeaddrinfo);
+}
+
+UniqueFd
+connect_tcp(const std::string& host,
+            int port,
+            const std::string& address,
+            Duration timeout) {
+  std::string why;
+  const auto list = resolve_tcp(host, port, why);
+  if (!list) {
+    fail_with(FailureKind::refused,
+              "cannot connect to " + address + ": " + why);
+  }
+  const addrinfo* found = list.get();
   const auto deadline = Clock::now() + timeout;
   int error = ETIMEDOUT;
   for (const addrinfo* entry = found; entry != nullptr;
@@ -261,21 +272,15 @@ connect_tcp(const std::string& host,
 
 StartedConnect
 start_connect(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int status =
-      ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (status != 0) {
+  std::string why;
+  const auto list = resolve_tcp(host, port, why);
+  if (!list) {
     StartedConnect failed;
     failed.error = EINVAL;
-    failed.failure =
-        status == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(status);
+    failed.failure = why;
     return failed;
   }
-  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(
-      found, &::freeaddrinfo);
+  const addrinfo* found = list.get();
   StartedConnect started;
   for (const addrinfo* entry = found; entry != nullptr;
        entry = entry->ai_next) {
