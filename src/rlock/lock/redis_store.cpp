@@ -1,3 +1,6 @@
+// Over 600 lines: one server's steps plus the Sentinel re-checks around
+// WAIT; issue #24 moves the stores to a room of their own and splits this.
+
 #include <rlock/lock/cluster_store.hpp>
 #include <rlock/lock/discovering_store.hpp>
 #include <rlock/lock/protocol.hpp>

@@ -1,3 +1,7 @@
+// Over 600 lines: one parser for every URL form (plain, TLS, Sentinel,
+// Cluster, unix socket, IPv6 with zone ids), which share the authority and
+// query parsing; kept whole on purpose.
+
 #include <rlock/redis/url.hpp>
 #include <rlock/util/text.hpp>
 
