@@ -3,8 +3,9 @@
 #
 #   make demo         two rlock runs taking turns on a throwaway redis-server
 #   make test         unit, Redis and CLI tests
-#   make asan         the same tests on an ASan+UBSan build, but for the
-#                     real topologies (ctest -L topology: make test runs them)
+#   make asan         the same tests on an ASan+UBSan build with clang (CI's
+#                     clang build too), but for the real topologies
+#                     (ctest -L topology: make test runs them)
 #   make fuzz         libFuzzer targets (clang), FUZZ_SECONDS each (tests/fuzz)
 #   make tsan         Redis tests and the CLI suites that run the renewal
 #                     thread on a TSan build; fails on any race report
@@ -74,11 +75,11 @@ demo:
 	tests/demo.sh $(BUILD_DIR)/rlock
 
 asan:
-	@packaging/install-deps $(TEST_PACKAGES)
-	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug \
+	@packaging/install-deps $(TEST_PACKAGES) clang
+	CXX=clang++ cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug \
 	  -DRLOCK_SANITIZERS=address,undefined -DRLOCK_WARNINGS_AS_ERRORS=ON
 	cmake --build $(ASAN_DIR) -j$(JOBS)
-	cd $(ASAN_DIR) && $(CTEST) -LE topology
+	cd $(ASAN_DIR) && $(CTEST) -LE 'topology|compat'
 
 fuzz:
 	@packaging/install-deps $(BUILD_PACKAGES) clang libclang-rt-dev
