@@ -362,3 +362,26 @@ crash_and_restart_redis() {
   redis-server "$REDIS_DIR/redis.conf" >/dev/null 2>&1 || return 1
   redis_await "$REDIS_DIR" "$REDIS_PORT"
 }
+
+# start_proxy [PORT]: a relay (tests/lib/proxy.py) on a port the kernel
+# picks, to PORT (default: the test's redis-server); sets PROXY_PORT.
+# proxy_control DELAY FROZEN RESETS steers it.
+start_proxy() {
+  echo 0 0 0 >"$BATS_TEST_TMPDIR/proxy.control"
+  bg python3 "$BATS_TEST_DIRNAME/../lib/proxy.py" 127.0.0.1 0 \
+    "tcp:127.0.0.1:${1:-$REDIS_PORT}" "$BATS_TEST_TMPDIR/proxy.control"
+  wait_until 20 grep -q ready "$BG_OUT" || {
+    cat "$BG_ERR" >&2
+    false
+  }
+  PROXY_PORT=$(awk '/^ready/ { print $2 }' "$BG_OUT")
+}
+# proxy_control DELAY FROZEN GEN: sets the proxy's control and waits until
+# the proxy has it in force (it copies it to proxy.control.applied), so that
+# what the test does next already meets it.
+proxy_control() {
+  echo "$*" >"$BATS_TEST_TMPDIR/proxy.control.tmp"
+  mv "$BATS_TEST_TMPDIR/proxy.control.tmp" "$BATS_TEST_TMPDIR/proxy.control"
+  wait_until 10 cmp -s "$BATS_TEST_TMPDIR/proxy.control" \
+    "$BATS_TEST_TMPDIR/proxy.control.applied"
+}

@@ -140,3 +140,24 @@ refused() {
   [ ! -e ran ]
   [ "$(dbsize)" -eq 0 ]
 }
+
+@test "a TLS waiter rides out a handshake that gets no answer while reconnecting" {
+  local certs=$REDIS_TLS_CERTS
+  start_proxy "$REDIS_TLS_PORT"
+  bg "$RLOCK" --url "rediss://127.0.0.1:$REDIS_TLS_PORT" --tls-ca "$certs/ca.crt" \
+    tl sleep 5
+  wait_until 10 key_exists "$(lock_key 'tl')"
+  bg "$RLOCK" --url "rediss://127.0.0.1:$PROXY_PORT" --tls-ca "$certs/ca.crt" \
+    --connect-timeout 500ms -v -w 20s tl echo waiter-ran
+  local waiter=$BG_PID waiter_out=$BG_OUT waiter_err=$BG_ERR
+  sleep 0.8
+  # For 3 s the waiter's connections are reset and new ones get no answer.
+  proxy_control 0 1 1
+  sleep 3
+  proxy_control 0 0 1
+  reap "$waiter" 20 || {
+    cat "$waiter_err"
+    false
+  }
+  grep -q waiter-ran "$waiter_out"
+}

@@ -3,8 +3,8 @@
 # Waiters that must not leave anything behind or load the server, and that
 # ride out what passes: -n --fair takes no place in the queue, the safety net
 # follows each holder's TTL, a lost acquire reply is undone when the wait
-# ends otherwise, and reconnecting rides out maxclients and a TLS handshake
-# that gets no answer.
+# ends otherwise, and reconnecting rides out maxclients (and, in tls.bats, a
+# TLS handshake that gets no answer).
 
 # `run` sets status and stderr (SC2154).
 # shellcheck disable=SC2154
@@ -14,8 +14,6 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 setup_file() {
-  export REDIS_TLS_CERTS=$BATS_FILE_TMPDIR/certs
-  redis_make_certs "$REDIS_TLS_CERTS"
   common_setup_file
 }
 teardown() {
@@ -71,29 +69,6 @@ calls() {
   ((looks <= 3))
   reaped 0 "$second" 10
   reaped 0 "$waiter" 10
-}
-
-# start_proxy [PORT]: a relay (tests/lib/proxy.py) on a port the kernel
-# picks, to PORT (default: the test's redis-server); sets PROXY_PORT.
-# proxy_control DELAY FROZEN RESETS steers it.
-start_proxy() {
-  echo 0 0 0 >"$BATS_TEST_TMPDIR/proxy.control"
-  bg python3 "$BATS_TEST_DIRNAME/../lib/proxy.py" 127.0.0.1 0 \
-    "tcp:127.0.0.1:${1:-$REDIS_PORT}" "$BATS_TEST_TMPDIR/proxy.control"
-  wait_until 20 grep -q ready "$BG_OUT" || {
-    cat "$BG_ERR" >&2
-    false
-  }
-  PROXY_PORT=$(awk '/^ready/ { print $2 }' "$BG_OUT")
-}
-# proxy_control DELAY FROZEN GEN: sets the proxy's control and waits until
-# the proxy has it in force (it copies it to proxy.control.applied), so that
-# what the test does next already meets it.
-proxy_control() {
-  echo "$*" >"$BATS_TEST_TMPDIR/proxy.control.tmp"
-  mv "$BATS_TEST_TMPDIR/proxy.control.tmp" "$BATS_TEST_TMPDIR/proxy.control"
-  wait_until 10 cmp -s "$BATS_TEST_TMPDIR/proxy.control" \
-    "$BATS_TEST_TMPDIR/proxy.control.applied"
 }
 
 # held_for_ms NAME TTL_MS: true when NAME is held with a lease of TTL_MS.
@@ -276,27 +251,6 @@ call('CLIENT', 'KILL', 'ID', waiter)
 time.sleep(4)
 call('CONFIG', 'SET', 'maxclients', '10000')
 PY
-  reap "$waiter" 20 || {
-    cat "$waiter_err"
-    false
-  }
-  grep -q waiter-ran "$waiter_out"
-}
-
-@test "a TLS waiter rides out a handshake that gets no answer while reconnecting" {
-  local certs=$REDIS_TLS_CERTS
-  start_proxy "$REDIS_TLS_PORT"
-  bg "$RLOCK" --url "rediss://127.0.0.1:$REDIS_TLS_PORT" --tls-ca "$certs/ca.crt" \
-    tl sleep 5
-  wait_until 10 key_exists "$(lock_key 'tl')"
-  bg "$RLOCK" --url "rediss://127.0.0.1:$PROXY_PORT" --tls-ca "$certs/ca.crt" \
-    --connect-timeout 500ms -v -w 20s tl echo waiter-ran
-  local waiter=$BG_PID waiter_out=$BG_OUT waiter_err=$BG_ERR
-  sleep 0.8
-  # For 3 s the waiter's connections are reset and new ones get no answer.
-  proxy_control 0 1 1
-  sleep 3
-  proxy_control 0 0 1
   reap "$waiter" 20 || {
     cat "$waiter_err"
     false

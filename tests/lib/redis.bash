@@ -16,8 +16,14 @@
 # listens for TLS on another random port, exported as REDIS_TLS_PORT; client
 # certificates are optional until a test asks for them (tls-auth-clients).
 #
+# RLOCK_TEST_SERVER names the server binary (default redis-server, from PATH;
+# a path to another Redis-compatible server such as valkey-server runs the
+# same tests against it). redis-cli talks to any of them.
+#
 # The server listens on 127.0.0.1 only, on a random port in 20000-60999
 # (never 6379), and on a unix socket. Readiness is polled, never slept for.
+
+: "${RLOCK_TEST_SERVER:=redis-server}"
 
 # Seconds to wait for a server to answer PING, and for one to exit.
 : "${REDIS_START_TIMEOUT:=5}"
@@ -132,12 +138,12 @@ redis_await() {
 redis_start() {
   local dir=${1:?usage: redis_start DIR} try port rc
   local -i tries=20
-  if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  if ! command -v "$RLOCK_TEST_SERVER" >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
     if redis_skip_allowed; then
-      echo "redis.bash: redis-server/redis-cli not found in PATH; skipping" >&2
+      echo "redis.bash: $RLOCK_TEST_SERVER/redis-cli not found; skipping" >&2
       return 125
     fi
-    echo "redis.bash: ERROR: redis-server/redis-cli not found in PATH" \
+    echo "redis.bash: ERROR: $RLOCK_TEST_SERVER/redis-cli not found" \
       "(required because CI=true or RLOCK_REQUIRE_REDIS=1)" >&2
     return 1
   fi
@@ -159,7 +165,7 @@ redis_start() {
     fi
     rm -f "$dir/redis.log" "$dir/redis.pid" "$dir/redis.sock"
     redis_write_config "$dir" "$port"
-    redis-server "$dir/redis.conf" >/dev/null 2>&1 || continue
+    "$RLOCK_TEST_SERVER" "$dir/redis.conf" >/dev/null 2>&1 || continue
     rc=0
     redis_await "$dir" "$port" || rc=$?
     if ((rc == 0)); then
@@ -191,8 +197,9 @@ redis_stop() {
   [[ -s $dir/redis.pid ]] || return 0
   pid=$(<"$dir/redis.pid")
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  # Never signal a recycled PID that no longer belongs to redis-server.
-  if [[ -r /proc/$pid/cmdline ]] && ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q redis-server; then
+  # Never signal a recycled PID that no longer belongs to the server.
+  if [[ -r /proc/$pid/cmdline ]] && ! tr '\0' ' ' <"/proc/$pid/cmdline" |
+    grep -qF -- "${RLOCK_TEST_SERVER##*/}"; then
     rm -f "$dir/redis.pid"
     return 0
   fi
