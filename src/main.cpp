@@ -5,6 +5,7 @@
 #include <rlock/cli/parser.hpp>
 #include <rlock/proc/process_title.hpp>
 #include <rlock/proc/termination.hpp>
+#include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 
@@ -58,6 +59,23 @@ close_stdout(int exit_code) {
   return exit_code;
 }
 
+// A command refused by the server's ACL (NOPERM; from inside a script Redis
+// 7.0 says ERR ... can't run this command) is the operator's to allow: the
+// message says where the rule rlock needs is written.
+std::string
+with_acl_hint(const rlock::redis::Failure& failure) {
+  const bool refused_by_acl =
+      failure.server_code() == "NOPERM"
+      || failure.server_error().find("can't run this command")
+             != std::string::npos;
+  std::string message = failure.what();
+  if (refused_by_acl) {
+    message += "; the server's ACL refuses a command rlock needs: allow it "
+               "(the rule rlock needs is in rlock(1), ACL)";
+  }
+  return message;
+}
+
 } // namespace
 
 int
@@ -87,6 +105,9 @@ main(int argc, char** argv) {
       rlock::proc::die_by_signal(signal);
     }
     return code;
+  } catch (const rlock::redis::Failure& e) {
+    rlock::log::error(with_acl_hint(e));
+    return rlock::exit_code::for_error(e.kind());
   } catch (const rlock::Error& e) {
     rlock::log::error(e.what());
     return rlock::exit_code::for_error(e.kind());

@@ -93,6 +93,15 @@ common_setup() {
   # The environment must not point rlock elsewhere.
   unset REDIS_URL RLOCK_PREFIX
   export RLOCK_URL=redis://127.0.0.1:$REDIS_PORT/0
+  if [[ -n ${RLOCK_TEST_ACL:-} ]]; then
+    # rlock runs as a user with exactly that rule (tests/cli/acl.bash); the
+    # tests' own redis_cli stays the default user. The rule's key and channel
+    # patterns follow the prefix: tests that use --prefix p: get p:'s too.
+    local -a rule
+    read -ra rule <<<"$RLOCK_TEST_ACL ~p:* &p:*"
+    [[ $(redis_cli acl setuser rlock-acl reset on '>acl-pw' "${rule[@]}") == OK ]] || return 1
+    export RLOCK_URL=redis://rlock-acl:acl-pw@127.0.0.1:$REDIS_PORT/0
+  fi
   # The servers here have just started: with the default --restart-grace
   # they would grant no lock for 30 s. Tests about the grace set it again.
   export RLOCK_RESTART_GRACE=0
