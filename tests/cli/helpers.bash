@@ -383,6 +383,7 @@ start_proxy() {
     cat "$BG_ERR" >&2
     false
   }
+  export PROXY_PORT
   PROXY_PORT=$(awk '/^ready/ { print $2 }' "$BG_OUT")
 }
 # proxy_control DELAY FROZEN GEN: sets the proxy's control and waits until

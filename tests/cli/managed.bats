@@ -145,14 +145,14 @@ doctor_says_unknown() {
 }
 
 @test "the least-privilege rule (acl.bash) allows every command the scripts call" {
-  # shellcheck source=tests/cli/acl.bash
+  # shellcheck source=tests/cli/acl.bash disable=SC1091
   source "$BATS_TEST_DIRNAME/acl.bash"
   local command missing=()
   while read -r command; do
     [[ " $RLOCK_ACL_RULE " == *" +$command "* ]] || missing+=("$command")
   done < <(grep -ohE "redis\.p?call\(\s*['\"][A-Za-z]+" \
     "$BATS_TEST_DIRNAME"/../../src/rlock/redis/scripts/*.lua |
-    sed -E "s/.*['\"]//" | tr 'A-Z' 'a-z' | sort -u)
+    sed -E "s/.*['\"]//" | tr '[:upper:]' '[:lower:]' | sort -u)
   [ "${#missing[@]}" -eq 0 ] || {
     echo "not in RLOCK_ACL_RULE: ${missing[*]}"
     false
