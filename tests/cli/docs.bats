@@ -5,7 +5,10 @@
 # of the bash, zsh and fish completions, per subcommand. Then the completions
 # themselves, run the way each shell runs them: bash through _rlock with
 # COMP_WORDS, zsh at a prompt in a pseudo-terminal (zsh/zpty), fish with
-# `complete -C`; and lock NAMEs completed from a live server.
+# `complete -C`; and lock NAMEs completed from a live server. README.md and
+# the pages of docs/ it links to name every synopsis, option, exit status,
+# environment variable and event that --help and the man page do, and their
+# links resolve.
 #
 # zsh and fish come from Debian (packaging/install-deps zsh fish); without
 # them their tests are skipped, except under CI=true or RLOCK_REQUIRE_REDIS=1.
@@ -370,13 +373,13 @@ table_codes() {
 }
 
 @test "README and docs/: every option --help lists, and no rlock option it does not" {
-  local option status=0 text
+  local option failed=0 text
   text=$(doc_text)
   [ "$(wc -l <"$BATS_FILE_TMPDIR/help/all")" -ge 40 ]
   while read -r option; do
     grep -qE -- "(^|[^[:alnum:]-])$option([^[:alnum:]-]|\$)" <<<"$text" || {
       echo "README.md and docs/*.md never mention $option"
-      status=1
+      failed=1
     }
   done <"$BATS_FILE_TMPDIR/help/all"
   # The options in `code spans`; those --help does not list must be another
@@ -384,6 +387,7 @@ table_codes() {
   # abbreviation rlock refuses (--time), redis-cli --cluster, redis-server
   # --tls-port, consul's -child-exit-code and -timeout, ctest -L, ls -l, and
   # the --tls-* family.
+  # shellcheck disable=SC2016 # backquotes, not an expansion
   grep -oE '`[^`]*`' <<<"$text" |
     grep -oE -- '(^|[ `[|(])--?[[:alpha:]][[:alnum:]-]*' | sed 's/^[ `[|(]//' |
     sort -u >mentioned
@@ -392,13 +396,13 @@ table_codes() {
   comm -23 mentioned "$BATS_FILE_TMPDIR/help/all" | comm -23 - others >unknown
   if [[ -s unknown ]]; then
     echo "README.md or docs/*.md mention options --help does not list: $(tr '\n' ' ' <unknown)"
-    status=1
+    failed=1
   fi
-  return "$status"
+  [ "$failed" -eq 0 ]
 }
 
 @test "README and docs/: every exit status of the man page, in the README's table and in docs/" {
-  local code status=0
+  local code failed=0
   man_section 'EXIT STATUS' | sed -n 's/^\*\([0-9][^ ]*\)\*\(, \*\([0-9]*\)\*\)\{0,1\}$/\1\n\3/p' |
     tr -d '*' | grep . >codes
   echo "the man page's codes: $(tr '\n' ' ' <codes)"
@@ -410,18 +414,18 @@ table_codes() {
   while read -r code; do
     grep -qxF -- "$code" readme-codes || {
       echo "README.md's exit status table lacks $code"
-      status=1
+      failed=1
     }
     grep -qxF -- "$code" docs-codes || {
       echo "no exit status table in docs/*.md lists $code"
-      status=1
+      failed=1
     }
   done <codes
-  return "$status"
+  [ "$failed" -eq 0 ]
 }
 
 @test "README and docs/: every variable of the man page's ENVIRONMENT" {
-  local name status=0 text
+  local name failed=0 text
   text=$(doc_text)
   man_section ENVIRONMENT | sed -n 's/^\*\([A-Z][A-Z_]*\)\*.*/\1/p' >names
   echo "the man page's variables: $(tr '\n' ' ' <names)"
@@ -430,14 +434,14 @@ table_codes() {
   while read -r name; do
     grep -qw -- "$name" <<<"$text" || grep -qF -- "${name}<token>" <<<"$text" || {
       echo "README.md and docs/*.md never mention $name"
-      status=1
+      failed=1
     }
   done <names
-  return "$status"
+  [ "$failed" -eq 0 ]
 }
 
 @test "README and docs/: every --events event of the man page" {
-  local event status=0 text
+  local event failed=0 text
   text=$(doc_text)
   # "...lifecycle event: waiting, busy, ... and release-failed, each".
   man_section OPTIONS | sed -n '/^\*--events\*/,/^; -/p' | tr '\n\t' '  ' | tr -s ' ' |
@@ -448,10 +452,10 @@ table_codes() {
   while read -r event; do
     grep -qF -- "\`$event\`" <<<"$text" || {
       echo "README.md and docs/*.md never name the event \`$event\`"
-      status=1
+      failed=1
     }
   done <events
-  return "$status"
+  [ "$failed" -eq 0 ]
 }
 
 # slugs FILE: the anchors of FILE's headings, as GitHub makes them
@@ -462,11 +466,11 @@ slugs() {
 }
 
 @test "README links every page of docs/, and every relative link in README and docs/ resolves" {
-  local page file link target anchor status=0
+  local page file link target anchor failed=0
   for page in "$ROOT"/docs/*.md; do
     grep -qF "](docs/${page##*/}" "$ROOT/README.md" || {
       echo "README.md does not link docs/${page##*/}"
-      status=1
+      failed=1
     }
   done
   [ "$(doc_files | wc -l)" -ge 8 ]
@@ -483,14 +487,14 @@ slugs() {
       fi
       if [[ ! -e $target ]]; then
         echo "${file#"$ROOT"/}: the link ($link) goes nowhere"
-        status=1
+        failed=1
       elif [[ -n $anchor ]] && ! slugs "$target" | grep -qxF -- "$anchor"; then
         echo "${file#"$ROOT"/}: the link ($link): no such heading in ${target#"$ROOT"/}"
-        status=1
+        failed=1
       fi
     done < <(grep -oE '\]\([^)]+\)' "$file" | sed 's/^](//; s/)$//')
   done < <(doc_files)
-  return "$status"
+  [ "$failed" -eq 0 ]
 }
 
 # completes_options SHELL-FUNCTION [ARG...]: for run mode and each subcommand,
