@@ -5,7 +5,10 @@
 # of the bash, zsh and fish completions, per subcommand. Then the completions
 # themselves, run the way each shell runs them: bash through _rlock with
 # COMP_WORDS, zsh at a prompt in a pseudo-terminal (zsh/zpty), fish with
-# `complete -C`; and lock NAMEs completed from a live server.
+# `complete -C`; and lock NAMEs completed from a live server. README.md and
+# the pages of docs/ it links to name every synopsis, option, exit status,
+# environment variable and event that --help and the man page do, and their
+# links resolve.
 #
 # zsh and fish come from Debian (packaging/install-deps zsh fish); without
 # them their tests are skipped, except under CI=true or RLOCK_REQUIRE_REDIS=1.
@@ -308,6 +311,190 @@ man_run_synopses() {
   grep -oE '(^|[^[:alnum:]_*])\*--?[[:alpha:]][[:alnum:]-]*' "$ROOT/man/rlock.1.scd" |
     sed 's/.*\*//' | sort -u >man-options
   same_options "man/rlock.1.scd" "$BATS_FILE_TMPDIR/help/all" man-options
+}
+
+# ---------------------------------------------------------------------------
+# README.md and docs/: the front page and the pages it links to. A fact that
+# moved from the README to a page of docs/ is looked for in all of them.
+
+# doc_files: README.md and every page of docs/, one path per line.
+doc_files() {
+  printf '%s\n' "$ROOT/README.md" "$ROOT"/docs/*.md
+}
+
+# doc_text: their text, one after the other.
+doc_text() {
+  local file
+  while read -r file; do
+    cat "$file"
+  done < <(doc_files)
+}
+
+# man_section TITLE: the lines of the man page's section TITLE.
+man_section() {
+  sed -n "/^# $1\$/,/^# /p" "$ROOT/man/rlock.1.scd" | sed '1d;$d'
+}
+
+# table_codes FILE...: the first cell of every table row in FILE...,
+# split at " / " and ", " ("| 126 / 127 | ..." gives 126 and 127).
+table_codes() {
+  sed -n 's/^| *\([^|]*[^| ]\) *|.*/\1/p' "$@" | sed 's| / |\n|g; s|, |\n|g'
+}
+
+@test "README opens with the two set-up commands: make demo and make test" {
+  # The first code block of README.md, within its first 15 lines.
+  local first
+  first=$(head -15 "$ROOT/README.md" | awk '/^```/ { n++; next } n == 1')
+  echo "first code block: $first"
+  [ "$(wc -l <<<"$first")" -eq 2 ]
+  [[ $(sed -n 1p <<<"$first") == 'make demo '* ]]
+  [[ $(sed -n 2p <<<"$first") == 'make test '* ]]
+  grep -q '^demo:' "$ROOT/Makefile"
+  grep -q '^test:' "$ROOT/Makefile"
+}
+
+@test "README and docs/: every command's synopsis as --help gives it" {
+  local command sub line text
+  text=$(doc_text)
+  for command in "${COMMANDS[@]}"; do
+    sub=$("$RLOCK" "$command" --help | sed -n 's/^Usage: //p')
+    [ -n "$sub" ]
+    grep -qxF -- "$sub" <<<"$text" || {
+      echo "no line of README.md or docs/*.md is this synopsis: $sub"
+      return 1
+    }
+  done
+  while read -r line; do
+    grep -qxF -- "$line" <<<"$text" || {
+      echo "no line of README.md or docs/*.md is this synopsis: $line"
+      return 1
+    }
+  done < <("$RLOCK" --help | sed -n 's/^\(Usage:\|      \) \(rlock \[OPTIONS\] .*\)$/\2/p')
+}
+
+@test "README and docs/: every option --help lists, and no rlock option it does not" {
+  local option failed=0 text
+  text=$(doc_text)
+  [ "$(wc -l <"$BATS_FILE_TMPDIR/help/all")" -ge 40 ]
+  while read -r option; do
+    grep -qE -- "(^|[^[:alnum:]-])$option([^[:alnum:]-]|\$)" <<<"$text" || {
+      echo "README.md and docs/*.md never mention $option"
+      failed=1
+    }
+  done <"$BATS_FILE_TMPDIR/help/all"
+  # The options in `code spans`; those --help does not list must be another
+  # program's: flock's refused -u/--unlock and -F/--no-fork and its -en, an
+  # abbreviation rlock refuses (--time), redis-cli --cluster, redis-server
+  # --tls-port, consul's -child-exit-code and -timeout, ctest -L, ls -l, and
+  # the --tls-* family.
+  # shellcheck disable=SC2016 # backquotes, not an expansion
+  grep -oE '`[^`]*`' <<<"$text" |
+    grep -oE -- '(^|[ `[|(])--?[[:alpha:]][[:alnum:]-]*' | sed 's/^[ `[|(]//' |
+    sort -u >mentioned
+  printf '%s\n' --unlock -u --no-fork -F -en --time --cluster --tls-port \
+    -child-exit-code -timeout -L -l --tls- | sort >others
+  comm -23 mentioned "$BATS_FILE_TMPDIR/help/all" | comm -23 - others >unknown
+  if [[ -s unknown ]]; then
+    echo "README.md or docs/*.md mention options --help does not list: $(tr '\n' ' ' <unknown)"
+    failed=1
+  fi
+  [ "$failed" -eq 0 ]
+}
+
+@test "README and docs/: every exit status of the man page, in the README's table and in docs/" {
+  local code failed=0
+  man_section 'EXIT STATUS' | sed -n 's/^\*\([0-9][^ ]*\)\*\(, \*\([0-9]*\)\*\)\{0,1\}$/\1\n\3/p' |
+    tr -d '*' | grep . >codes
+  echo "the man page's codes: $(tr '\n' ' ' <codes)"
+  [ "$(wc -l <codes)" -ge 10 ]
+  grep -qx '0..125' codes
+  grep -qx '128+N' codes
+  table_codes "$ROOT/README.md" >readme-codes
+  table_codes "$ROOT"/docs/*.md >docs-codes
+  while read -r code; do
+    grep -qxF -- "$code" readme-codes || {
+      echo "README.md's exit status table lacks $code"
+      failed=1
+    }
+    grep -qxF -- "$code" docs-codes || {
+      echo "no exit status table in docs/*.md lists $code"
+      failed=1
+    }
+  done <codes
+  [ "$failed" -eq 0 ]
+}
+
+@test "README and docs/: every variable of the man page's ENVIRONMENT" {
+  local name failed=0 text
+  text=$(doc_text)
+  man_section ENVIRONMENT | sed -n 's/^\*\([A-Z][A-Z_]*\)\*.*/\1/p' >names
+  echo "the man page's variables: $(tr '\n' ' ' <names)"
+  [ "$(wc -l <names)" -ge 14 ]
+  grep -qx RLOCK_RUN_ names
+  while read -r name; do
+    grep -qw -- "$name" <<<"$text" || grep -qF -- "${name}<token>" <<<"$text" || {
+      echo "README.md and docs/*.md never mention $name"
+      failed=1
+    }
+  done <names
+  [ "$failed" -eq 0 ]
+}
+
+@test "README and docs/: every --events event of the man page" {
+  local event failed=0 text
+  text=$(doc_text)
+  # "...lifecycle event: waiting, busy, ... and release-failed, each".
+  man_section OPTIONS | sed -n '/^\*--events\*/,/^; -/p' | tr '\n\t' '  ' | tr -s ' ' |
+    sed -n 's/.*lifecycle event: \(.*\), each .*/\1/p' | sed 's/ and /, /' |
+    tr -d ' ' | tr ',' '\n' | grep . >events
+  echo "the man page's events: $(tr '\n' ' ' <events)"
+  [ "$(wc -l <events)" -ge 9 ]
+  while read -r event; do
+    grep -qF -- "\`$event\`" <<<"$text" || {
+      echo "README.md and docs/*.md never name the event \`$event\`"
+      failed=1
+    }
+  done <events
+  [ "$failed" -eq 0 ]
+}
+
+# slugs FILE: the anchors of FILE's headings, as GitHub makes them
+# ("## Shared locks: `--shared`" is #shared-locks---shared), outside code.
+slugs() {
+  awk '/^```/ { code = !code; next } !code && /^#+ / { sub(/^#+ /, ""); print }' "$1" |
+    tr '[:upper:]' '[:lower:]' | sed 's/[^[:alnum:] _-]//g; s/ /-/g'
+}
+
+@test "README links every page of docs/, and every relative link in README and docs/ resolves" {
+  local page file link target anchor failed=0
+  for page in "$ROOT"/docs/*.md; do
+    grep -qF "](docs/${page##*/}" "$ROOT/README.md" || {
+      echo "README.md does not link docs/${page##*/}"
+      failed=1
+    }
+  done
+  [ "$(doc_files | wc -l)" -ge 8 ]
+  while read -r file; do
+    while read -r link; do
+      case $link in http://* | https://* | mailto:*) continue ;; esac
+      target=${link%%#*}
+      anchor=
+      [[ $link == *#* ]] && anchor=${link#*#}
+      if [[ -z $target ]]; then
+        target=$file
+      else
+        target=$(dirname "$file")/$target
+      fi
+      if [[ ! -e $target ]]; then
+        echo "${file#"$ROOT"/}: the link ($link) goes nowhere"
+        failed=1
+      elif [[ -n $anchor ]] && ! slugs "$target" | grep -qxF -- "$anchor"; then
+        echo "${file#"$ROOT"/}: the link ($link): no such heading in ${target#"$ROOT"/}"
+        failed=1
+      fi
+    done < <(grep -oE '\]\([^)]+\)' "$file" | sed 's/^](//; s/)$//')
+  done < <(doc_files)
+  [ "$failed" -eq 0 ]
 }
 
 # completes_options SHELL-FUNCTION [ARG...]: for run mode and each subcommand,

@@ -11,7 +11,7 @@ namespace rlock::cli {
 std::string format_status_table(const lock::StatusSnapshot& snapshot,
                                 std::size_t width = 80);
 
-// Returns the status as a JSON array (see README: status --json), with a
+// Returns the status as a JSON array (see docs/status.md: --json), with a
 // trailing newline. Each lock says where it is kept (`node`) when the store
 // said (Cluster: with its `slot`), else when a `node` is given (the master of
 // a Sentinel deployment).
