@@ -808,3 +808,15 @@ teardown() {
     quiet_when_stuck "$shell"
   done
 }
+
+@test "the least-privilege ACL rule in README, docs/servers.md and the man page is the tested one" {
+  # shellcheck source=tests/cli/acl.bash disable=SC1091
+  source "$BATS_TEST_DIRNAME/acl.bash"
+  local root=$BATS_TEST_DIRNAME/../.. file
+  for file in README.md docs/servers.md man/rlock.1.scd; do
+    grep -qF "ACL SETUSER rlock on >PASSWORD $RLOCK_ACL_RULE" "$root/$file" || {
+      echo "$file does not give the rule of tests/cli/acl.bash"
+      false
+    }
+  done
+}
