@@ -5,6 +5,7 @@
 
 #include <rlock/lock/quorum_counts.hpp>
 #include <rlock/lock/quorum_store.hpp>
+#include <rlock/lock/quorum_wakeups.hpp>
 #include <rlock/lock/replies.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
@@ -18,8 +19,6 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <set>
 
 namespace rlock::lock {
@@ -50,79 +49,6 @@ info_field(const std::string& info, const std::string& field) {
   const auto it = fields.find(field);
   return it == fields.end() ? std::string() : it->second;
 }
-
-// Wakes a waiter when any server wakes it: an epoll descriptor over one
-// source per server. A source that breaks is dropped (a wake-up, since one
-// may have been lost); only when every one has broken does take() or
-// listen() throw.
-class QuorumWakeups final : public Wakeups {
-public:
-  explicit QuorumWakeups(std::vector<std::unique_ptr<Wakeups>> sources)
-      : m_epoll(::epoll_create1(EPOLL_CLOEXEC)), m_sources(std::move(sources)) {
-    if (m_epoll.get() < 0) {
-      throw redis::Failure(redis::FailureKind::closed,
-                           std::string("epoll_create1 failed: ")
-                               + std::strerror(errno));
-    }
-    for (std::size_t i = 0; i < m_sources.size(); ++i) {
-      epoll_event event{};
-      event.events = EPOLLIN;
-      event.data.u64 = i;
-      ::epoll_ctl(m_epoll.get(), EPOLL_CTL_ADD, m_sources[i]->fd(), &event);
-    }
-  }
-
-  void
-  listen() override {
-    each([](Wakeups& source) {
-      source.listen();
-      return 0;
-    });
-  }
-
-  int
-  fd() const override {
-    return m_epoll.get();
-  }
-
-  int
-  take() override {
-    return each([](Wakeups& source) { return source.take(); });
-  }
-
-private:
-  // Runs `step` on every source left and sums what it returns; a source
-  // that fails is dropped and counts 1.
-  template <typename Step>
-  int
-  each(Step&& step) {
-    int wakeups = 0;
-    std::string last_error;
-    for (auto& source : m_sources) {
-      if (!source) {
-        continue;
-      }
-      try {
-        wakeups += step(*source);
-      } catch (const redis::Failure& e) {
-        ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, source->fd(), nullptr);
-        source.reset();
-        last_error = e.what();
-        ++wakeups;
-      }
-    }
-    if (std::none_of(m_sources.begin(), m_sources.end(), [](const auto& s) {
-          return s != nullptr;
-        })) {
-      throw redis::Failure(redis::FailureKind::closed,
-                           "every wake-up source broke (" + last_error + ")");
-    }
-    return wakeups;
-  }
-
-  UniqueFd m_epoll;
-  std::vector<std::unique_ptr<Wakeups>> m_sources;
-};
 
 // The reasons of the answers that do not count, joined.
 std::string
