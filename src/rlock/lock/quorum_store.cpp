@@ -3,6 +3,7 @@
 // their own, and this file with them (the counting is already apart, in
 // quorum_counts.cpp).
 
+#include <rlock/lock/quorum_acquire.hpp>
 #include <rlock/lock/quorum_counts.hpp>
 #include <rlock/lock/quorum_store.hpp>
 #include <rlock/lock/quorum_wakeups.hpp>
@@ -83,22 +84,6 @@ answered(const std::vector<QuorumStore::Answer>& answers) {
       }));
 }
 
-// The time until `quorum` servers are free, from the PTTLs of the servers
-// that hold it and the count of free ones.
-std::int64_t
-free_in_ms(std::vector<std::int64_t> held_ms, int free, int quorum) {
-  const int more = quorum - free;
-  if (more <= 0) {
-    return 0;
-  }
-  if (static_cast<int>(held_ms.size()) < more) {
-    return -1;
-  }
-  std::sort(held_ms.begin(), held_ms.end());
-  const auto at = held_ms[static_cast<std::size_t>(more - 1)];
-  return at < 0 ? -1 : at;
-}
-
 // Why an INFO reply does not tell when the server started; nothing when it
 // does.
 std::optional<std::string>
@@ -113,6 +98,75 @@ start_unknown_why(const redis::Reply& info) {
     return std::string("INFO has no uptime_in_seconds");
   }
   return std::nullopt;
+}
+
+// What a server's answer to an acquire says: for the count (`vote`) and,
+// when it says why not, for the waiter (`said`); why its start cannot be
+// told, when that keeps its grant from counting.
+struct Heard {
+  quorum::AcquireAnswer vote;
+  AcquireAttempt said;
+  std::optional<redis::Failure> unknown_start;
+};
+
+Heard
+hear_acquire(const QuorumStore::Answer& answer,
+             const RestartGrace& grace,
+             const std::string& what) {
+  using Kind = quorum::AcquireAnswer::Kind;
+  Heard heard;
+  heard.vote.member = answer.member;
+  if (!answer.reply) {
+    heard.vote.kind = answer.sent ? Kind::no_answer : Kind::unsent;
+    return heard;
+  }
+  AcquireAttempt attempt;
+  try {
+    attempt = decode_acquire(*answer.reply, what);
+  } catch (const redis::Failure&) {
+    heard.vote.kind = Kind::no_answer;
+    return heard;
+  }
+  // A server that will not say when it started may have restarted empty
+  // a moment ago: it never counts (one server refuses the same way).
+  heard.vote.start_unknown =
+      grace.length > Duration::zero() && answer.unknown_start.has_value();
+  if (heard.vote.start_unknown) {
+    heard.unknown_start = answer.unknown_start;
+  }
+  const auto held_back_by =
+      answer.started && !heard.vote.start_unknown
+          ? held_back(answer.address, *answer.started, grace, boot_now())
+          : std::nullopt;
+  heard.vote.held_back = held_back_by.has_value();
+  heard.vote.unconfirmed = !answer.counts();
+  if (!attempt.acquired) {
+    heard.vote.kind = Kind::busy;
+    heard.said = std::move(attempt);
+    return heard;
+  }
+  heard.vote.kind = Kind::granted;
+  heard.vote.fence = attempt.fence;
+  if (held_back_by) {
+    heard.said = *held_back_by;
+  } else if (heard.vote.start_unknown) {
+    heard.said.held_back = answer.unknown_start->what();
+  }
+  return heard;
+}
+
+// The parts of a "not granted" answer the quorum counts.
+std::vector<quorum::BusyVote>
+busy_votes(const std::vector<AcquireAttempt>& busy) {
+  std::vector<quorum::BusyVote> votes;
+  for (const auto& attempt : busy) {
+    votes.push_back(quorum::BusyVote{attempt.holder,
+                                     attempt.held_back,
+                                     attempt.place,
+                                     attempt.limit_conflict.has_value(),
+                                     attempt.retry_ms});
+  }
+  return votes;
 }
 
 } // namespace
@@ -177,12 +231,12 @@ QuorumStore::round_time() const {
 
 Duration
 QuorumStore::per_server_time(Duration ttl) const {
-  return std::min(k_longest_per_server, ttl / 20);
+  return quorum::per_server_time(ttl);
 }
 
 Duration
 QuorumStore::clock_allowance(Duration ttl) const {
-  return ttl / 100 + milliseconds(2);
+  return quorum::clock_allowance(ttl);
 }
 
 std::optional<redis::Failure>
@@ -482,113 +536,82 @@ QuorumStore::raise_fence(const std::vector<std::size_t>& members,
   const auto raised = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   // Every later quorum shares a server with these.
-  const auto needed =
-      static_cast<long>(m_members.size()) - m_deployment.quorum + 1;
-  return raised >= needed;
+  return raised >= quorum::meets_every_quorum(
+             static_cast<int>(m_members.size()), m_deployment.quorum);
 }
 
 AcquireAttempt
 QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
   const int quorum = m_deployment.quorum;
-  const auto& grace = m_deployment.restart_grace;
+  const int servers = static_cast<int>(m_members.size());
+  const std::string what = "cannot acquire lock " + quote(request.name);
+  const Duration per_server = per_server_time(request.ttl);
   const BootTime sent = boot_now();
   const auto answers =
       round(all_members(),
             acquire_call(
                 lock_keys, request.token, request.ttl, request.holder, entry),
-            per_server_time(request.ttl),
+            per_server,
             true);
-  // Who granted it, who may have (no reply, or one that does not count),
-  // and what the others said.
-  std::vector<std::size_t> granted;
-  std::vector<std::size_t> maybe;
-  std::vector<AcquireAttempt> busy;
-  std::vector<std::int64_t> fences;
+  std::vector<quorum::AcquireAnswer> votes;
+  // Per answer: what it says when it says why not.
+  std::vector<AcquireAttempt> said;
   // The servers whose start cannot be told, while a grace is asked for.
   std::vector<redis::Failure> unknown;
   for (const auto& answer : answers) {
-    if (!answer.reply) {
-      if (answer.sent) {
-        maybe.push_back(answer.member);
-      }
-      continue;
+    auto heard = hear_acquire(answer, m_deployment.restart_grace, what);
+    if (heard.unknown_start) {
+      unknown.push_back(*heard.unknown_start);
     }
-    AcquireAttempt attempt;
-    try {
-      attempt = decode_acquire(*answer.reply,
-                               "cannot acquire lock " + quote(request.name));
-    } catch (const redis::Failure&) {
-      maybe.push_back(answer.member);
-      continue;
-    }
-    // A server that will not say when it started may have restarted empty
-    // a moment ago: it never counts (one server refuses the same way).
-    const bool start_unknown =
-        grace.length > Duration::zero() && answer.unknown_start;
-    if (start_unknown) {
-      unknown.push_back(*answer.unknown_start);
-    }
-    const auto held_back_by =
-        answer.started && !start_unknown
-            ? held_back(answer.address, *answer.started, grace, boot_now())
-            : std::nullopt;
-    if (attempt.acquired && answer.counts() && !held_back_by
-        && !start_unknown) {
-      granted.push_back(answer.member);
-      fences.push_back(attempt.fence);
-    } else if (attempt.acquired) {
-      maybe.push_back(answer.member);
-      if (held_back_by) {
-        busy.push_back(*held_back_by);
-      } else if (start_unknown) {
-        AcquireAttempt refused;
-        refused.held_back = answer.unknown_start->what();
-        busy.push_back(refused);
-      }
-    } else {
-      busy.push_back(attempt);
-    }
+    votes.push_back(heard.vote);
+    said.push_back(std::move(heard.said));
   }
+  const auto tally = quorum::tally_acquire(votes);
   const Duration allowance = clock_allowance(request.ttl);
-  const bool in_time = boot_now() < sent + request.ttl - allowance;
-  const Duration per_server = per_server_time(request.ttl);
+  auto verdict = quorum::judge_acquire(
+      tally,
+      quorum,
+      quorum::validity(request.ttl, boot_now() - sent, allowance));
   std::string short_by;
-  if (static_cast<int>(granted.size()) >= quorum && !in_time) {
+  if (verdict.kind == quorum::AcquireVerdict::Kind::too_late) {
     short_by = "too late to count";
-  } else if (static_cast<int>(granted.size()) >= quorum) {
-    const auto fence = *std::max_element(fences.begin(), fences.end());
+  } else if (verdict.kind == quorum::AcquireVerdict::Kind::won) {
     if (raise_fence(reachable(answers),
-                    raise_fence_call(lock_keys, request.token, fence),
+                    raise_fence_call(lock_keys, request.token, verdict.fence),
                     per_server)) {
       m_granted.clear();
-      for (const auto member : granted) {
+      for (const auto member : tally.granted) {
         m_granted[member] = m_members[member].run_id;
       }
       m_splits = 0;
-      undo(maybe, lock_keys, request.token, per_server);
+      undo(verdict.undo, lock_keys, request.token, per_server);
       AcquireAttempt won;
       won.acquired = true;
-      won.fence = fence;
+      won.fence = verdict.fence;
       won.sent = sent;
       won.clock_allowance = allowance;
-      won.granted = static_cast<int>(granted.size());
-      won.servers = static_cast<int>(m_members.size());
+      won.granted = static_cast<int>(tally.granted.size());
+      won.servers = servers;
       return won;
     }
     short_by = "too few servers took its fence";
+    verdict.undo = quorum::undo_all(tally);
   }
-  const int agreed = static_cast<int>(granted.size());
-  granted.insert(granted.end(), maybe.begin(), maybe.end());
-  undo(granted, lock_keys, request.token, per_server);
-  if (static_cast<int>(m_members.size() - unknown.size()) < quorum) {
+  undo(verdict.undo, lock_keys, request.token, per_server);
+  if (quorum::too_few_starts_known(tally, servers, quorum)) {
     // Too few servers can say when they started for any quorum to count.
     throw unknown.front();
   }
-  require_quorum(answers, "cannot acquire lock " + quote(request.name));
-  auto result = not_won(busy, agreed, request.ttl, short_by);
-  const int silent = static_cast<int>(m_members.size()) - answered(answers);
-  if (quorum::split_vote(busy, silent, quorum)) {
+  require_quorum(answers, what);
+  std::vector<AcquireAttempt> busy;
+  for (const auto index : tally.said_no) {
+    busy.push_back(said[index]);
+  }
+  auto result = not_won(
+      busy, static_cast<int>(tally.granted.size()), request.ttl, short_by);
+  const int silent = servers - answered(answers);
+  if (quorum::split_vote(busy_votes(busy), silent, quorum)) {
     // Nobody holds it: every contender of the split undoes what it got.
     // Look again soon, at random, so that one of us wins next time.
     ++m_splits;
@@ -608,45 +631,30 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
                      int granted,
                      Duration ttl,
                      const std::string& short_by) const {
-  // The holder most servers name speaks for them all.
-  std::map<std::string, int> votes;
-  const AcquireAttempt* spokesman = nullptr;
-  for (const auto& attempt : busy) {
-    const int count = ++votes[attempt.holder + '\n' + attempt.held_back];
-    if (spokesman == nullptr
-        || count > votes[spokesman->holder + '\n' + spokesman->held_back]) {
-      spokesman = &attempt;
-    }
-  }
+  const int servers = static_cast<int>(m_members.size());
+  const auto votes = busy_votes(busy);
   AcquireAttempt result;
-  if (spokesman != nullptr) {
-    result = *spokesman;
+  // The holder most servers name speaks for them all.
+  if (const auto spokesman = quorum::spokesman(votes)) {
+    result = busy[*spokesman];
   } else {
     result.holder = "no quorum (" + std::to_string(granted) + " of "
-                    + std::to_string(m_members.size())
-                    + " servers granted it, quorum "
+                    + std::to_string(servers) + " servers granted it, quorum "
                     + std::to_string(m_deployment.quorum)
                     + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
   result.acquired = false;
-  result.servers = static_cast<int>(m_members.size());
+  result.servers = servers;
   result.granted = granted;
-  // The servers that did not say "held" (free, slow or unreachable) may
-  // grant it next time; the others free up as their leases end.
-  std::vector<std::int64_t> held_ms;
-  for (const auto& attempt : busy) {
-    held_ms.push_back(attempt.retry_ms);
-  }
-  const int not_held = static_cast<int>(m_members.size() - busy.size());
-  result.retry_ms = free_in_ms(held_ms, not_held, m_deployment.quorum);
+  result.retry_ms =
+      quorum::not_won_retry_ms(votes, servers, m_deployment.quorum);
   if (result.retry_ms == 0) {
     // Enough servers are not held, but others asked at the same moment, or
     // some were slow: back off a little, at random, so that one of us wins
     // next time.
-    const auto spread =
-        std::max<std::int64_t>(2 * to_ms(per_server_time(ttl)), 20);
     result.retry_ms = static_cast<std::int64_t>(
-        random_below_or_equal(static_cast<std::uint64_t>(spread)));
+        random_below_or_equal(static_cast<std::uint64_t>(
+            quorum::retry_spread_ms(to_ms(per_server_time(ttl))))));
   }
   return result;
 }
@@ -703,7 +711,7 @@ QuorumStore::lease_remaining_ms(std::string_view name) {
   if (not_held >= m_deployment.quorum) {
     return -2;
   }
-  return free_in_ms(held_ms, not_held, m_deployment.quorum);
+  return quorum::free_in_ms(held_ms, not_held, m_deployment.quorum);
 }
 
 Renewal
@@ -911,7 +919,8 @@ QuorumStore::mark_slot_done(std::string_view name,
       all_members(), mark_slot_call(keys(name), number, keep), round_time());
   const auto marked = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
-  if (marked < static_cast<long>(m_members.size()) - m_deployment.quorum + 1) {
+  if (marked < quorum::meets_every_quorum(static_cast<int>(m_members.size()),
+                                          m_deployment.quorum)) {
     throw redis::Failure(redis::FailureKind::timed_out,
                          "cannot record the current slot of " + quote(name)
                              + " on enough servers: " + failures_text(answers));
