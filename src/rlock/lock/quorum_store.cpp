@@ -5,6 +5,7 @@
 
 #include <rlock/lock/quorum_acquire.hpp>
 #include <rlock/lock/quorum_counts.hpp>
+#include <rlock/lock/quorum_status.hpp>
 #include <rlock/lock/quorum_store.hpp>
 #include <rlock/lock/quorum_wakeups.hpp>
 #include <rlock/lock/replies.hpp>
@@ -888,22 +889,13 @@ QuorumStore::current_slot(std::string_view name, Duration length) {
   const auto answers =
       round(all_members(), slot_call(keys(name), length), round_time());
   require_quorum(answers, what);
-  // The latest slot any server is in; done when a server recorded a
-  // success in it (mark_slot_done() writes to enough servers for every
-  // quorum to include one).
-  std::optional<Slot> latest;
+  std::vector<Slot> slots;
   for (const auto& answer : answers) {
-    if (!answer.counts()) {
-      continue;
-    }
-    const auto slot = decode_slot(*answer.reply, what);
-    if (!latest || slot.number > latest->number) {
-      latest = slot;
-    } else if (slot.number == latest->number) {
-      latest->done = latest->done || slot.done;
-      latest->left = std::min(latest->left, slot.left);
+    if (answer.counts()) {
+      slots.push_back(decode_slot(*answer.reply, what));
     }
   }
+  const auto latest = quorum::latest_slot(slots);
   if (!latest) {
     throw redis::Failure(redis::FailureKind::timed_out,
                          what + ": " + failures_text(answers));
@@ -960,56 +952,12 @@ QuorumStore::gather(Read&& read) {
 StatusSnapshot
 QuorumStore::merge_snapshots(std::vector<StatusSnapshot> snapshots,
                              const std::vector<std::string>& errors) const {
-  StatusSnapshot merged;
-  merged.servers = static_cast<int>(m_members.size());
-  merged.quorum = m_deployment.quorum;
-  std::map<std::string, LockState> by_name;
-  // Per name, per token: on how many servers, and one server's view.
-  std::map<std::string, std::map<std::string, std::pair<int, LockState>>>
-      tokens;
+  std::vector<quorum::ServerStatus> servers;
   for (std::size_t i = 0; i < snapshots.size(); ++i) {
-    const auto address = store_address(i);
-    if (!errors[i].empty()) {
-      merged.unreachable.push_back(SilentNode{address, errors[i]});
-      continue;
-    }
-    merged.server_now_ms =
-        std::max(merged.server_now_ms, snapshots[i].server_now_ms);
-    for (auto& lock : snapshots[i].locks) {
-      auto& state = by_name[lock.name];
-      state.name = lock.name;
-      state.key = lock.key;
-      state.servers.push_back(ServerLockState{
-          address, lock.held, lock.token, lock.ttl_ms, lock.fence, {}});
-      if (lock.held) {
-        auto& [count, sample] = tokens[lock.name][lock.token];
-        if (count++ == 0) {
-          sample = lock;
-        }
-      }
-    }
+    servers.push_back(quorum::ServerStatus{
+        store_address(i), std::move(snapshots[i]), errors[i]});
   }
-  for (auto& [name, state] : by_name) {
-    // The servers that did not answer, too: a lock's count is out of all.
-    for (const auto& silent : merged.unreachable) {
-      state.servers.push_back(
-          ServerLockState{silent.address, false, {}, -1, 0, silent.why});
-    }
-    const std::pair<int, LockState>* most = nullptr;
-    for (const auto& [token, entry] : tokens[name]) {
-      if (most == nullptr || entry.first > most->first) {
-        most = &entry;
-      }
-    }
-    if (most != nullptr) {
-      auto servers = std::move(state.servers);
-      state = most->second;
-      state.servers = std::move(servers);
-      state.quorum = most->first >= m_deployment.quorum;
-    }
-    merged.locks.push_back(std::move(state));
-  }
-  return merged;
+  return quorum::merge_status(std::move(servers), m_deployment.quorum);
 }
 
 std::vector<ServerFacts>
