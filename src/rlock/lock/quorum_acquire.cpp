@@ -6,12 +6,6 @@ namespace rlock::lock::quorum {
 
 using std::chrono::milliseconds;
 
-namespace {
-
-constexpr Duration k_longest_per_server = milliseconds(50);
-
-} // namespace
-
 AcquireTally
 tally_acquire(const std::vector<AcquireAnswer>& answers) {
   using Kind = AcquireAnswer::Kind;

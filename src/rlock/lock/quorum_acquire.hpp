@@ -2,6 +2,7 @@
 
 #include <rlock/util/duration.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -11,6 +12,9 @@
 // on which servers to undo them. Pure, unit-tested in
 // test_lock_quorum_rules.
 namespace rlock::lock::quorum {
+
+// An acquire waits at most this long for each server (per_server_time()).
+inline constexpr Duration k_longest_per_server = std::chrono::milliseconds(50);
 
 // What one server answered an acquire.
 struct AcquireAnswer {
