@@ -10,6 +10,8 @@ using rlock::lock::quorum::AcquireTally;
 using rlock::lock::quorum::AcquireVerdict;
 using rlock::lock::quorum::BusyVote;
 using rlock::lock::quorum::clock_allowance;
+using rlock::lock::quorum::count_check;
+using rlock::lock::quorum::count_release;
 using rlock::lock::quorum::free_in_ms;
 using rlock::lock::quorum::judge_acquire;
 using rlock::lock::quorum::meets_every_quorum;
@@ -17,6 +19,7 @@ using rlock::lock::quorum::not_won_retry_ms;
 using rlock::lock::quorum::per_server_time;
 using rlock::lock::quorum::retry_spread_ms;
 using rlock::lock::quorum::spokesman;
+using rlock::lock::quorum::Standing;
 using rlock::lock::quorum::tally_acquire;
 using rlock::lock::quorum::too_few_starts_known;
 using rlock::lock::quorum::undo_all;
@@ -260,4 +263,33 @@ TEST_CASE("free_in_ms: 0 once enough are free, -1 when waiting frees too "
   CHECK(free_in_ms({}, 2, 2) == 0);
   CHECK(free_in_ms({500}, 0, 2) == -1);
   CHECK(free_in_ms({500, 200}, 0, 2) == 500);
+}
+
+// Release and check.
+
+TEST_CASE("release: held until now when at least one server released it and "
+          "with the silent ones they make a quorum") {
+  CHECK(count_release(2, 0, 2) == Standing::held);
+  CHECK(count_release(1, 1, 2) == Standing::held);
+  // One released it, two said it was not ours: too few had it.
+  CHECK(count_release(1, 0, 2) == Standing::not_held);
+  CHECK(count_release(0, 1, 2) == Standing::not_held);
+}
+
+TEST_CASE("release: none released it and a quorum were silent: whether it "
+          "was held cannot be told") {
+  CHECK(count_release(0, 2, 2) == Standing::unknown);
+  CHECK(count_release(0, 3, 2) == Standing::unknown);
+}
+
+TEST_CASE("check: ours on a quorum, until the quorum's earliest lease ends; "
+          "lost when too many lost it; else cannot be told") {
+  const auto held = count_check({900, 300, 500}, 0, 3, 2);
+  CHECK(held.standing == Standing::held);
+  CHECK(held.remaining_ms == 500);
+  CHECK(count_check({-1, -1}, 1, 3, 2).remaining_ms == -1);
+  CHECK(count_check({900}, 2, 3, 2).standing == Standing::not_held);
+  // One holds it, one lost it, one silent: the silent one may make it two.
+  CHECK(count_check({900}, 1, 3, 2).standing == Standing::unknown);
+  CHECK(count_check({}, 0, 3, 2).standing == Standing::unknown);
 }

@@ -49,6 +49,29 @@ quorum_remaining_ms(std::vector<std::int64_t> held_ms, int quorum) {
   return at == std::numeric_limits<std::int64_t>::max() ? -1 : at;
 }
 
+Standing
+count_release(int released, int silent, int quorum) {
+  if (released == 0 && silent >= quorum) {
+    return Standing::unknown;
+  }
+  return released + silent >= quorum && released > 0 ? Standing::held
+                                                     : Standing::not_held;
+}
+
+CheckCount
+count_check(const std::vector<std::int64_t>& held_ms,
+            int lost,
+            int servers,
+            int quorum) {
+  if (static_cast<int>(held_ms.size()) >= quorum) {
+    return CheckCount{Standing::held, quorum_remaining_ms(held_ms, quorum)};
+  }
+  if (servers - lost < quorum) {
+    return CheckCount{Standing::not_held};
+  }
+  return CheckCount{Standing::unknown};
+}
+
 bool
 restarted_since(const std::string& granted_run_id, const std::string& run_id) {
   return !granted_run_id.empty() && run_id != granted_run_id;

@@ -33,6 +33,32 @@ struct RenewVote {
 std::optional<Renewal>
 count_renewal(const std::vector<RenewVote>& votes, int asked, int quorum);
 
+// What the answers to a release or a check say of the lock.
+enum class Standing {
+  held,     // ours on a quorum (a release: until it released it)
+  not_held, // too few servers have it (had it) for a quorum
+  unknown,  // too few answered to tell: the step fails (may be retried)
+};
+
+// A release that `released` servers said they released (it was ours there)
+// and `silent` did not answer (or the answer does not count): unknown when
+// none released it and a quorum were silent; held when at least one
+// released it and those with the silent ones make a quorum; else not held.
+Standing count_release(int released, int silent, int quorum);
+
+// A check: the lock is ours on the servers of `held_ms` (their PTTLs, -1
+// without expiry) and not on `lost` of the `servers`. Held, with the time
+// until fewer than `quorum` hold it, when a quorum hold it; not held when
+// too many lost it for any quorum; else unknown.
+struct CheckCount {
+  Standing standing = Standing::unknown;
+  std::int64_t remaining_ms = -2; // held: as quorum_remaining_ms()
+};
+CheckCount count_check(const std::vector<std::int64_t>& held_ms,
+                       int lost,
+                       int servers,
+                       int quorum);
+
 // The time until `quorum` servers no longer hold the lock, from the PTTLs
 // (-1: no expiry) of the servers that hold it; -2 when fewer than `quorum`
 // hold it now.

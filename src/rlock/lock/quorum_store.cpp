@@ -224,8 +224,9 @@ QuorumStore::release(std::string_view name, const std::string& token) {
         decode_yes_no(*answer.reply, "cannot release lock " + quote(name)) ? 1
                                                                            : 0;
   }
-  const int quorum = m_deployment.quorum;
-  if (released == 0 && silent >= quorum) {
+  const auto standing =
+      quorum::count_release(released, silent, m_deployment.quorum);
+  if (standing == quorum::Standing::unknown) {
     // Whether it was still held cannot be told.
     throw redis::Failure(redis::FailureKind::timed_out,
                          "cannot release lock " + quote(name) + ": "
@@ -239,7 +240,7 @@ QuorumStore::release(std::string_view name, const std::string& token) {
     }
   }
   // Held at the end unless too few servers still had it for a quorum.
-  return released + silent >= quorum && released > 0;
+  return standing == quorum::Standing::held;
 }
 
 void
@@ -271,12 +272,13 @@ QuorumStore::check(std::string_view name, const std::string& token) {
       left_ms.push_back(*left == Duration::max() ? -1 : to_ms(*left));
     }
   }
-  const int quorum = m_deployment.quorum;
-  if (static_cast<int>(left_ms.size()) >= quorum) {
-    const auto ms = quorum::quorum_remaining_ms(left_ms, quorum);
-    return ms < 0 ? Duration::max() : Duration(milliseconds(ms));
+  const auto count = quorum::count_check(
+      left_ms, lost, static_cast<int>(m_members.size()), m_deployment.quorum);
+  if (count.standing == quorum::Standing::held) {
+    return count.remaining_ms < 0 ? Duration::max()
+                                  : Duration(milliseconds(count.remaining_ms));
   }
-  if (static_cast<int>(m_members.size()) - lost < quorum) {
+  if (count.standing == quorum::Standing::not_held) {
     return std::nullopt;
   }
   require_quorum(answers, "cannot check lock " + quote(name));
