@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 using namespace std::chrono_literals;
-using rlock::lock::AcquireAttempt;
+using rlock::lock::quorum::BusyVote;
 using rlock::lock::quorum::count_renewal;
 using rlock::lock::quorum::down_for;
 using rlock::lock::quorum::quorum_remaining_ms;
@@ -15,12 +15,12 @@ using Kind = RenewVote::Kind;
 
 namespace {
 
-AcquireAttempt
+BusyVote
 held_by(const std::string& holder) {
-  AcquireAttempt attempt;
-  attempt.holder = holder;
-  attempt.retry_ms = 30'000;
-  return attempt;
+  BusyVote vote;
+  vote.holder = holder;
+  vote.retry_ms = 30'000;
+  return vote;
 }
 
 } // namespace

@@ -1,3 +1,4 @@
+#include <rlock/lock/cluster_retry.hpp>
 #include <rlock/lock/cluster_store.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/log.hpp>
@@ -10,20 +11,9 @@ namespace rlock::lock {
 
 namespace {
 
-// Redirections and TRYAGAIN answers followed within one step.
-constexpr int k_max_tries = 20;
-
 // The pause before asking again after TRYAGAIN: a slot's keys are being
 // migrated, which takes milliseconds per key.
 constexpr auto k_tryagain_pause = std::chrono::milliseconds(50);
-
-bool
-connection_failed(const redis::Failure& failure) {
-  using Kind = redis::FailureKind;
-  const auto kind = failure.failure_kind();
-  return kind == Kind::refused || kind == Kind::timed_out
-         || kind == Kind::closed;
-}
 
 void
 take_stamp(LockState& state, const redis::HostPort& master, int slot) {
@@ -178,46 +168,22 @@ ClusterStore::store_on(const redis::HostPort& master) {
   return *store;
 }
 
-ClusterStore::Retry
-ClusterStore::retry_after(const redis::Failure& failure,
-                          const redis::HostPort& node,
-                          int slot,
-                          bool asked) {
-  const auto redirect = redis::parse_redirect(failure.server_error());
-  // An ASK followed with ASKING that did not take (the target lacked the
-  // script and EVAL went without ASKING): wait for the migration to end.
-  if (failure.server_code() == "TRYAGAIN" || (redirect && asked)) {
-    return {Retry::Kind::pause, {}};
-  }
-  if (!redirect) {
-    return {Retry::Kind::none, {}};
-  }
-  const auto target = redirect->target(node);
-  log::info(failure.server_error() + ": following it to " + target.address());
-  if (redirect->kind == redis::Redirect::Kind::ask) {
-    return {Retry::Kind::ask, target};
-  }
-  m_moved.insert_or_assign(slot, target);
-  m_map_stale = true;
-  return {Retry::Kind::moved, target};
-}
-
 // MOVED, ASK and TRYAGAIN say the command did not run: asking again (where
 // they point) is safe for every step. A failure after the command may have
 // run is never retried here: the caller decides, as on one server.
 template <typename Step>
 auto
 ClusterStore::routed(std::string_view name, Step&& step) {
+  using Action = cluster::Retry::Action;
   const int slot = slot_of(name);
-  Retry retry{Retry::Kind::none, {}};
+  cluster::Retry retry;
   for (int tries = 1;; ++tries) {
-    const bool redirected =
-        retry.kind == Retry::Kind::moved || retry.kind == Retry::Kind::ask;
+    const bool redirected = retry.action == Action::follow;
     const auto node = redirected ? retry.target : master_of(slot);
     auto& store = store_on(node);
     m_last = node.address();
     try {
-      if (retry.kind == Retry::Kind::ask) {
+      if (redirected && retry.asking) {
         store.ask_next();
       }
       auto result = step(store, node, slot);
@@ -226,7 +192,12 @@ ClusterStore::routed(std::string_view name, Step&& step) {
       }
       return result;
     } catch (const redis::Failure& failure) {
-      if (connection_failed(failure) && !redirected) {
+      const bool past_deadline =
+          m_deadline && boot_now() + k_tryagain_pause >= *m_deadline;
+      retry = cluster::retry_after(
+          failure,
+          {node, redirected, redirected && retry.asking, tries, past_deadline});
+      if (retry.action == Action::master_down) {
         m_map_stale = true;
         m_failed = node.address();
         m_moved.erase(slot);
@@ -238,28 +209,33 @@ ClusterStore::routed(std::string_view name, Step&& step) {
                                  + failure.what());
       }
       // A cluster that was never served in full is down for good.
-      if (failure.server_code() == "CLUSTERDOWN" && m_map) {
+      if (retry.check_coverage && m_map) {
         refuse_never_served(node.address() + ": " + failure.server_error());
       }
-      retry = retry_after(failure, node, slot, retry.kind == Retry::Kind::ask);
-      const bool past_deadline =
-          m_deadline && boot_now() + k_tryagain_pause >= *m_deadline;
-      if (retry.kind == Retry::Kind::none) {
-        throw;
+      if (retry.moved) {
+        m_moved.insert_or_assign(slot, retry.target);
+        m_map_stale = true;
       }
-      // Still sent elsewhere or told to wait: the slot is being moved, which
-      // passes (a raw ASK or MOVED would end a waiter).
-      if (tries >= k_max_tries
-          || (retry.kind == Retry::Kind::pause && past_deadline)) {
+      if (retry.moved || retry.asking) {
+        log::info(failure.server_error() + ": following it to "
+                  + retry.target.address());
+      }
+      switch (retry.action) {
+      case Action::give_up:
+      case Action::master_down:
+        throw;
+      case Action::still_moving:
         throw redis::Failure(
             redis::FailureKind::server_error,
             "slot " + std::to_string(slot) + " is still being moved after "
                 + std::to_string(tries) + " tries: " + failure.what(),
             "TRYAGAIN",
             failure.server_error());
-      }
-      if (retry.kind == Retry::Kind::pause) {
+      case Action::pause:
         std::this_thread::sleep_for(k_tryagain_pause);
+        break;
+      case Action::follow:
+        break;
       }
     }
   }
@@ -395,7 +371,7 @@ ClusterStore::list_locks(std::string_view match) {
       }
     } catch (const redis::Failure& failure) {
       m_map_stale = true;
-      if (connection_failed(failure)) {
+      if (cluster::connection_failed(failure)) {
         m_failed = master.address();
       }
       snapshot.unreachable.push_back({master.address(), failure.what()});

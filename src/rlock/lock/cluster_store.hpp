@@ -89,20 +89,8 @@ private:
   // Returns the store on `master`, made at first use.
   RedisStore& store_on(const redis::HostPort& master);
 
-  // What routed() does after a step failed: give up, follow a MOVED or an
-  // ASK to `target`, or pause and ask the map's master again (TRYAGAIN).
-  struct Retry {
-    enum class Kind { none, moved, ask, pause };
-    Kind kind = Kind::none;
-    redis::HostPort target;
-  };
-  Retry retry_after(const redis::Failure& failure,
-                    const redis::HostPort& node,
-                    int slot,
-                    bool asked);
-
   // Runs `step` on the store of the master that serves lock `name`,
-  // following redirections.
+  // following redirections (cluster::retry_after() decides).
   template <typename Step>
   auto routed(std::string_view name, Step&& step);
 

@@ -49,26 +49,101 @@ quorum_remaining_ms(std::vector<std::int64_t> held_ms, int quorum) {
   return at == std::numeric_limits<std::int64_t>::max() ? -1 : at;
 }
 
+Standing
+count_release(int released, int silent, int quorum) {
+  if (released == 0 && silent >= quorum) {
+    return Standing::unknown;
+  }
+  return released + silent >= quorum && released > 0 ? Standing::held
+                                                     : Standing::not_held;
+}
+
+CheckCount
+count_check(const std::vector<std::int64_t>& held_ms,
+            int lost,
+            int servers,
+            int quorum) {
+  if (static_cast<int>(held_ms.size()) >= quorum) {
+    return CheckCount{Standing::held, quorum_remaining_ms(held_ms, quorum)};
+  }
+  if (servers - lost < quorum) {
+    return CheckCount{Standing::not_held};
+  }
+  return CheckCount{Standing::unknown};
+}
+
 bool
 restarted_since(const std::string& granted_run_id, const std::string& run_id) {
   return !granted_run_id.empty() && run_id != granted_run_id;
 }
 
 bool
-split_vote(const std::vector<AcquireAttempt>& busy, int silent, int quorum) {
+split_vote(const std::vector<BusyVote>& busy, int silent, int quorum) {
   if (busy.empty()) {
     return false;
   }
   std::map<std::string, int> votes;
   int most = 0;
-  for (const auto& attempt : busy) {
-    if (!attempt.held_back.empty() || attempt.holder.empty()
-        || attempt.place > 0 || attempt.limit_conflict) {
+  for (const auto& vote : busy) {
+    if (!vote.held_back.empty() || vote.holder.empty() || vote.place > 0
+        || vote.limit_conflict) {
       return false;
     }
-    most = std::max(most, ++votes[attempt.holder]);
+    most = std::max(most, ++votes[vote.holder]);
   }
   return most + silent < quorum;
+}
+
+std::optional<std::size_t>
+spokesman(const std::vector<BusyVote>& busy) {
+  const auto said = [&](std::size_t i) {
+    return busy[i].holder + '\n' + busy[i].held_back;
+  };
+  std::map<std::string, int> votes;
+  std::optional<std::size_t> chosen;
+  for (std::size_t i = 0; i < busy.size(); ++i) {
+    const int count = ++votes[said(i)];
+    if (!chosen || count > votes[said(*chosen)]) {
+      chosen = i;
+    }
+  }
+  return chosen;
+}
+
+std::int64_t
+free_in_ms(std::vector<std::int64_t> held_ms, int free, int quorum) {
+  const int more = quorum - free;
+  if (more <= 0) {
+    return 0;
+  }
+  if (static_cast<int>(held_ms.size()) < more) {
+    return -1;
+  }
+  std::sort(held_ms.begin(), held_ms.end());
+  const auto at = held_ms[static_cast<std::size_t>(more - 1)];
+  return at < 0 ? -1 : at;
+}
+
+std::int64_t
+not_won_retry_ms(const std::vector<BusyVote>& busy, int servers, int quorum) {
+  // The servers that did not say "held" (free, slow or unreachable) may
+  // grant it next time; the others free up as their leases end.
+  std::vector<std::int64_t> held_ms;
+  for (const auto& vote : busy) {
+    held_ms.push_back(vote.retry_ms);
+  }
+  const int not_held = servers - static_cast<int>(busy.size());
+  return free_in_ms(held_ms, not_held, quorum);
+}
+
+std::int64_t
+retry_spread_ms(std::int64_t per_server_ms) {
+  return std::max<std::int64_t>(2 * per_server_ms, 20);
+}
+
+int
+meets_every_quorum(int servers, int quorum) {
+  return servers - quorum + 1;
 }
 
 std::int64_t

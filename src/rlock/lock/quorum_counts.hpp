@@ -33,6 +33,32 @@ struct RenewVote {
 std::optional<Renewal>
 count_renewal(const std::vector<RenewVote>& votes, int asked, int quorum);
 
+// What the answers to a release or a check say of the lock.
+enum class Standing {
+  held,     // ours on a quorum (a release: until it released it)
+  not_held, // too few servers have it (had it) for a quorum
+  unknown,  // too few answered to tell: the step fails (may be retried)
+};
+
+// A release that `released` servers said they released (it was ours there)
+// and `silent` did not answer (or the answer does not count): unknown when
+// none released it and a quorum were silent; held when at least one
+// released it and those with the silent ones make a quorum; else not held.
+Standing count_release(int released, int silent, int quorum);
+
+// A check: the lock is ours on the servers of `held_ms` (their PTTLs, -1
+// without expiry) and not on `lost` of the `servers`. Held, with the time
+// until fewer than `quorum` hold it, when a quorum hold it; not held when
+// too many lost it for any quorum; else unknown.
+struct CheckCount {
+  Standing standing = Standing::unknown;
+  std::int64_t remaining_ms = -2; // held: as quorum_remaining_ms()
+};
+CheckCount count_check(const std::vector<std::int64_t>& held_ms,
+                       int lost,
+                       int servers,
+                       int quorum);
+
 // The time until `quorum` servers no longer hold the lock, from the PTTLs
 // (-1: no expiry) of the servers that hold it; -2 when fewer than `quorum`
 // hold it now.
@@ -45,13 +71,55 @@ std::int64_t quorum_remaining_ms(std::vector<std::int64_t> held_ms, int quorum);
 bool restarted_since(const std::string& granted_run_id,
                      const std::string& run_id);
 
+// What one server that did not grant an acquire (or a peek's "free") said,
+// as the quorum counts it: the parts of its answer that decide who speaks
+// for the servers and when to look again.
+struct BusyVote {
+  // "user@host:pid", or who is ahead in the queue.
+  std::string holder;
+  // Why it held the request back (a restart within the grace, a start it
+  // cannot tell), "" when it did not.
+  std::string held_back;
+  // 1-based place in the --fair queue, 0 outside it.
+  std::int64_t place = 0;
+  // Held under another limit (a semaphore or shared lock).
+  bool limit_conflict = false;
+  // Its lease (or hold-back) ends in this, -1 when not known.
+  std::int64_t retry_ms = -1;
+};
+
 // True when an acquire that was not won lost a split vote: the servers that
 // did not grant it name holders none of which can hold a quorum, even with
 // every server that did not answer (`silent`), and none held it back for a
 // restart or for a queue. Then nobody holds the lock and every contender is
 // undoing its grants: look again soon rather than wait for their leases.
-bool
-split_vote(const std::vector<AcquireAttempt>& busy, int silent, int quorum);
+bool split_vote(const std::vector<BusyVote>& busy, int silent, int quorum);
+
+// Returns which of `busy` speaks for them all: one that names the holder
+// (and hold-back reason) most of them name, on a tie the one that got there
+// first; nothing when `busy` is empty.
+std::optional<std::size_t> spokesman(const std::vector<BusyVote>& busy);
+
+// The time until `quorum` servers are free, from the PTTLs (-1: no expiry)
+// of the servers that hold it and the count of `free` ones: 0 when `free`
+// make a quorum, -1 when no wait frees enough.
+std::int64_t
+free_in_ms(std::vector<std::int64_t> held_ms, int free, int quorum);
+
+// When to look again after an acquire that was not won, from what the
+// `servers` said (`busy`: those that hold it): when enough of them are
+// free for a quorum (free_in_ms()); 0 when enough are free now (then the
+// caller backs off a little, at random, up to retry_spread_ms()).
+std::int64_t
+not_won_retry_ms(const std::vector<BusyVote>& busy, int servers, int quorum);
+
+// How far apart contenders that found enough servers free look again:
+// twice `per_server_ms`, at least 20 ms.
+std::int64_t retry_spread_ms(std::int64_t per_server_ms);
+
+// How many of `servers` must take a write (the winning fence, a slot's
+// success) for every quorum to include one of them: servers - quorum + 1.
+int meets_every_quorum(int servers, int quorum);
 
 // How long after its `splits`-th split vote in a row a contender looks
 // again at the latest: twice `per_server_ms`, at least 20 ms, doubled with
