@@ -2,6 +2,7 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/describe.hpp>
 #include <rlock/proc/process_info.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/util/log.hpp>

@@ -3,6 +3,7 @@
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/describe.hpp>
 #include <rlock/lock/held_lock.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/proc/boot_timer.hpp>

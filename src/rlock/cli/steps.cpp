@@ -2,8 +2,8 @@
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/describe.hpp>
 #include <rlock/lock/lease.hpp>
-#include <rlock/lock/waiter.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>

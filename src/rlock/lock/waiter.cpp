@@ -1,3 +1,4 @@
+#include <rlock/lock/describe.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
@@ -47,46 +48,6 @@ ordinal(std::int64_t n) {
 }
 
 } // namespace
-
-namespace {
-
-std::string
-held_by(bool shared,
-        const std::string& holder,
-        const std::string& command,
-        std::int64_t holders) {
-  std::string text = shared ? "held shared by " : "held by ";
-  text += printable(holder);
-  if (!command.empty()) {
-    text += " (" + printable(command) + ")";
-  }
-  if (holders > 1) {
-    text += " and " + std::to_string(holders - 1) + " more";
-  }
-  return text;
-}
-
-} // namespace
-
-std::string
-held_by_text(const AcquireAttempt& attempt, bool with_command) {
-  return held_by(attempt.shared_holders,
-                 attempt.holder,
-                 with_command ? attempt.command : std::string(),
-                 attempt.holders);
-}
-
-std::string
-held_by_text(const BrokenLock& broken) {
-  return held_by(broken.shared, broken.holder, broken.command, broken.holders);
-}
-
-std::string
-queued_first_text(const AcquireAttempt& attempt, bool shared_request) {
-  return shared_request && attempt.shared_holders
-             ? "; a waiter queued earlier goes first"
-             : "";
-}
 
 Duration
 safety_span(std::int64_t holder_ttl_ms, Duration own_ttl) {

@@ -17,21 +17,6 @@ inline constexpr Duration k_queue_entry_ttl = std::chrono::seconds(10);
 // waiter sleeps a random time in [span/2, span] for a lost wake-up message.
 Duration safety_span(std::int64_t holder_ttl_ms, Duration own_ttl);
 
-// Says who holds the lock an attempt did not get: "held by user@host:pid",
-// with its command in parentheses when `with_command`; for a semaphore or a
-// shared lock "held [shared] by ... and 2 more" (the holder whose lease ends
-// first).
-std::string held_by_text(const AcquireAttempt& attempt, bool with_command);
-
-// The same for the holders of a lock that was broken (release --force).
-std::string held_by_text(const BrokenLock& broken);
-
-// For a `shared_request` that shared holders kept out, the reason is a
-// waiter queued earlier (a plain one, writers first): "; a waiter queued
-// earlier goes first". "" otherwise.
-std::string queued_first_text(const AcquireAttempt& attempt,
-                              bool shared_request);
-
 struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
