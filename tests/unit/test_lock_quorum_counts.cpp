@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 using namespace std::chrono_literals;
-using rlock::lock::AcquireAttempt;
+using rlock::lock::Busy;
 using rlock::lock::quorum::count_renewal;
 using rlock::lock::quorum::down_for;
 using rlock::lock::quorum::quorum_remaining_ms;
@@ -15,9 +15,9 @@ using Kind = RenewVote::Kind;
 
 namespace {
 
-AcquireAttempt
+Busy
 held_by(const std::string& holder) {
-  AcquireAttempt attempt;
+  Busy attempt;
   attempt.holder = holder;
   attempt.retry_ms = 30'000;
   return attempt;

@@ -24,11 +24,11 @@ held_by(bool shared,
 } // namespace
 
 std::string
-held_by_text(const AcquireAttempt& attempt, bool with_command) {
-  return held_by(attempt.shared_holders,
-                 attempt.holder,
-                 with_command ? attempt.command : std::string(),
-                 attempt.holders);
+held_by_text(const Busy& busy, bool with_command) {
+  return held_by(busy.shared_holders,
+                 busy.holder,
+                 with_command ? busy.command : std::string(),
+                 busy.holders);
 }
 
 std::string
@@ -37,8 +37,8 @@ held_by_text(const BrokenLock& broken) {
 }
 
 std::string
-queued_first_text(const AcquireAttempt& attempt, bool shared_request) {
-  return shared_request && attempt.shared_holders
+queued_first_text(const Busy& busy, bool shared_request) {
+  return shared_request && busy.shared_holders
              ? "; a waiter queued earlier goes first"
              : "";
 }

@@ -9,11 +9,11 @@
 // a request waits.
 namespace rlock::lock {
 
-// Says who holds the lock an attempt did not get: "held by user@host:pid",
-// with its command in parentheses when `with_command`; for a semaphore or a
-// shared lock "held [shared] by ... and 2 more" (the holder whose lease ends
-// first).
-std::string held_by_text(const AcquireAttempt& attempt, bool with_command);
+// Says who holds the lock an attempt did not get (or a look found held): "held
+// by user@host:pid", with its command in parentheses when `with_command`; for a
+// semaphore or a shared lock "held [shared] by ... and 2 more" (the holder
+// whose lease ends first).
+std::string held_by_text(const Busy& busy, bool with_command);
 
 // The same for the holders of a lock that was broken (release --force).
 std::string held_by_text(const BrokenLock& broken);
@@ -21,7 +21,6 @@ std::string held_by_text(const BrokenLock& broken);
 // For a `shared_request` that shared holders kept out, the reason is a
 // waiter queued earlier (a plain one, writers first): "; a waiter queued
 // earlier goes first". "" otherwise.
-std::string queued_first_text(const AcquireAttempt& attempt,
-                              bool shared_request);
+std::string queued_first_text(const Busy& busy, bool shared_request);
 
 } // namespace rlock::lock

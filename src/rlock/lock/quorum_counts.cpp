@@ -55,7 +55,7 @@ restarted_since(const std::string& granted_run_id, const std::string& run_id) {
 }
 
 bool
-split_vote(const std::vector<AcquireAttempt>& busy, int silent, int quorum) {
+split_vote(const std::vector<Busy>& busy, int silent, int quorum) {
   if (busy.empty()) {
     return false;
   }

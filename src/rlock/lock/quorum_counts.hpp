@@ -50,8 +50,7 @@ bool restarted_since(const std::string& granted_run_id,
 // every server that did not answer (`silent`), and none held it back for a
 // restart or for a queue. Then nobody holds the lock and every contender is
 // undoing its grants: look again soon rather than wait for their leases.
-bool
-split_vote(const std::vector<AcquireAttempt>& busy, int silent, int quorum);
+bool split_vote(const std::vector<Busy>& busy, int silent, int quorum);
 
 // How long after its `splits`-th split vote in a row a contender looks
 // again at the latest: twice `per_server_ms`, at least 20 ms, doubled with

@@ -577,7 +577,7 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   // and what the others said.
   std::vector<std::size_t> granted;
   std::vector<std::size_t> maybe;
-  std::vector<AcquireAttempt> busy;
+  std::vector<Busy> busy;
   std::vector<std::int64_t> fences;
   // The servers whose start cannot be told, while a grace is asked for.
   std::vector<redis::Failure> unknown;
@@ -607,21 +607,21 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
         answer.started && !start_unknown
             ? held_back(answer.address, *answer.started, grace, boot_now())
             : std::nullopt;
-    if (attempt.acquired && answer.counts() && !held_back_by
-        && !start_unknown) {
+    const auto* got = std::get_if<Granted>(&attempt);
+    if (got && answer.counts() && !held_back_by && !start_unknown) {
       granted.push_back(answer.member);
-      fences.push_back(attempt.fence);
-    } else if (attempt.acquired) {
+      fences.push_back(got->fence);
+    } else if (got) {
       maybe.push_back(answer.member);
       if (held_back_by) {
         busy.push_back(*held_back_by);
       } else if (start_unknown) {
-        AcquireAttempt refused;
+        Busy refused;
         refused.held_back = answer.unknown_start->what();
         busy.push_back(refused);
       }
     } else {
-      busy.push_back(attempt);
+      busy.push_back(std::get<Busy>(attempt));
     }
   }
   const Duration allowance = clock_allowance(request.ttl);
@@ -641,8 +641,7 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
       }
       m_splits = 0;
       undo(maybe, lock_keys, request.token, per_server);
-      AcquireAttempt won;
-      won.acquired = true;
+      Granted won;
       won.fence = fence;
       won.sent = sent;
       won.clock_allowance = allowance;
@@ -677,14 +676,14 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   return result;
 }
 
-AcquireAttempt
-QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
+Busy
+QuorumStore::not_won(const std::vector<Busy>& busy,
                      int granted,
                      Duration ttl,
                      const std::string& short_by) const {
   // The holder most servers name speaks for them all.
   std::map<std::string, int> votes;
-  const AcquireAttempt* spokesman = nullptr;
+  const Busy* spokesman = nullptr;
   for (const auto& attempt : busy) {
     const int count = ++votes[attempt.holder + '\n' + attempt.held_back];
     if (spokesman == nullptr
@@ -692,7 +691,7 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
       spokesman = &attempt;
     }
   }
-  AcquireAttempt result;
+  Busy result;
   if (spokesman != nullptr) {
     result = *spokesman;
   } else {
@@ -702,9 +701,6 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
                     + std::to_string(m_deployment.quorum)
                     + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
-  result.acquired = false;
-  result.servers = static_cast<int>(m_members.size());
-  result.granted = granted;
   // The servers that did not say "held" (free, slow or unreachable) may
   // grant it next time; the others free up as their leases end.
   std::vector<std::int64_t> held_ms;
@@ -725,50 +721,44 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
   return result;
 }
 
-std::vector<AcquireAttempt>
+std::vector<PeekResult>
 QuorumStore::peek_each(std::string_view name) {
   const std::string what = "cannot read lock " + quote(name);
   const auto answers =
       round(all_members(), peek_call(keys(name)), round_time());
   require_quorum(answers, what);
-  std::vector<AcquireAttempt> attempts;
+  std::vector<PeekResult> looks;
   for (const auto& answer : answers) {
     if (answer.counts()) {
-      attempts.push_back(decode_peek(*answer.reply, what));
+      looks.push_back(decode_peek(*answer.reply, what));
     }
   }
-  return attempts;
+  return looks;
 }
 
-AcquireAttempt
+PeekResult
 QuorumStore::peek(std::string_view name) {
-  const BootTime sent = boot_now();
-  std::vector<AcquireAttempt> busy;
+  std::vector<Busy> busy;
   int free = 0;
-  for (auto& attempt : peek_each(name)) {
-    if (attempt.acquired) {
-      ++free;
+  for (auto& look : peek_each(name)) {
+    if (auto* held = std::get_if<Busy>(&look)) {
+      busy.push_back(std::move(*held));
     } else {
-      busy.push_back(std::move(attempt));
+      ++free;
     }
   }
   if (free >= m_deployment.quorum) {
-    AcquireAttempt open;
-    open.acquired = true;
-    open.sent = sent;
-    return open;
+    return Free{};
   }
-  auto attempt = not_won(busy, 0, std::chrono::seconds(30));
-  attempt.sent = sent;
-  return attempt;
+  return not_won(busy, 0, std::chrono::seconds(30));
 }
 
 std::int64_t
 QuorumStore::lease_remaining_ms(std::string_view name) {
   std::vector<std::int64_t> held_ms;
-  for (const auto& attempt : peek_each(name)) {
-    if (!attempt.acquired) {
-      held_ms.push_back(attempt.retry_ms);
+  for (const auto& look : peek_each(name)) {
+    if (const auto* held = std::get_if<Busy>(&look)) {
+      held_ms.push_back(held->retry_ms);
     }
   }
   // A server that did not say "held" may grant it: free as far as a waiter
