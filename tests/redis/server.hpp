@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <variant>
 
 namespace rlock::testing {
 
@@ -52,16 +53,47 @@ fresh_keys(const std::string& stem, const std::string& prefix = "test:") {
 inline const lock::Holder k_test_holder{
     "test-host", 42, "tester", "make check"};
 
+// An answer seen flat, as the tests read it: whether the lock was granted
+// (or, for a look, found free), and the fields of both cases, those of the
+// other case left at their defaults.
+struct Seen : lock::Granted, lock::Busy {
+  bool acquired = false;
+};
+
+inline Seen
+seen(const lock::AcquireAttempt& attempt) {
+  Seen flat;
+  if (const auto* granted = std::get_if<lock::Granted>(&attempt)) {
+    static_cast<lock::Granted&>(flat) = *granted;
+    flat.acquired = true;
+  } else {
+    static_cast<lock::Busy&>(flat) = std::get<lock::Busy>(attempt);
+  }
+  return flat;
+}
+
+inline Seen
+seen(const lock::PeekResult& look) {
+  Seen flat;
+  if (const auto* busy = std::get_if<lock::Busy>(&look)) {
+    static_cast<lock::Busy&>(flat) = *busy;
+  } else {
+    flat.acquired = true;
+  }
+  return flat;
+}
+
 // One acquire attempt of the test holder: for a plain lock, a semaphore or
 // a shared hold (`limit`), keeping its place as `entry` says.
-inline lock::AcquireAttempt
+inline Seen
 take(redis::Connection& c,
      const lock::LockKeys& keys,
      const std::string& token,
      std::int64_t limit,
      const lock::WaiterEntry& entry = {},
      Duration ttl = std::chrono::seconds(30)) {
-  return lock::try_acquire(c, keys, token, ttl, k_test_holder, entry, limit);
+  return seen(
+      lock::try_acquire(c, keys, token, ttl, k_test_holder, entry, limit));
 }
 
 } // namespace rlock::testing

@@ -30,12 +30,12 @@ test_store() {
       test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}, {}, 0});
 }
 
-lock::AcquireAttempt
+Seen
 acquire(redis::Connection& c,
         const lock::LockKeys& keys,
         const std::string& token,
         Duration ttl = 30s) {
-  return lock::try_acquire(c, keys, token, ttl, k_test_holder);
+  return seen(lock::try_acquire(c, keys, token, ttl, k_test_holder));
 }
 
 std::int64_t
@@ -61,20 +61,20 @@ TEST_CASE("acquire is exclusive") {
 TEST_CASE("peek sees a free lock, then the holder acquire reports") {
   auto c = connect_to_test_server();
   const auto keys = fresh_keys("lock");
-  CHECK(lock::peek(c, keys).acquired);
+  CHECK(seen(lock::peek(c, keys)).acquired);
   REQUIRE(acquire(c, keys, "token-a", 20s).acquired);
   const auto busy = acquire(c, keys, "token-b");
-  const auto seen = lock::peek(c, keys);
-  CHECK_FALSE(seen.acquired);
-  CHECK(seen.retry_ms > 0);
-  CHECK(seen.retry_ms <= 20'000);
-  CHECK(seen.holder == busy.holder);
-  CHECK(seen.command == busy.command);
-  CHECK(seen.place == 0);
-  CHECK(seen.holder_ttl_ms == 20'000);
+  const auto look = seen(lock::peek(c, keys));
+  CHECK_FALSE(look.acquired);
+  CHECK(look.retry_ms > 0);
+  CHECK(look.retry_ms <= 20'000);
+  CHECK(look.holder == busy.holder);
+  CHECK(look.command == busy.command);
+  CHECK(look.place == 0);
+  CHECK(look.holder_ttl_ms == 20'000);
   CHECK(busy.holder_ttl_ms == 20'000);
-  CHECK(seen.held_ms >= 0);
-  CHECK(seen.held_ms < 20'000);
+  CHECK(look.held_ms >= 0);
+  CHECK(look.held_ms < 20'000);
   // The lock is untouched: its holder still releases it.
   CHECK(lock::release(c, keys, "token-a"));
 }
@@ -357,8 +357,8 @@ TEST_CASE("status reads held and free locks, and lists by prefix") {
   const std::string prefix = "status-" + random_token().substr(0, 6) + ":";
   const auto a = lock::keys_for(prefix, "b-second");
   const auto b = lock::keys_for(prefix, "a-first");
-  REQUIRE(lock::try_acquire(c, a, "ta", 30s, k_test_holder).acquired);
-  REQUIRE(lock::try_acquire(c, b, "tb", 30s, k_test_holder).acquired);
+  REQUIRE(seen(lock::try_acquire(c, a, "ta", 30s, k_test_holder)).acquired);
+  REQUIRE(seen(lock::try_acquire(c, b, "tb", 30s, k_test_holder)).acquired);
   auto snapshot =
       lock::read_locks(c, lock::KeySpace{prefix}, {"b-second", "free"});
   REQUIRE(snapshot.locks.size() == 2);
@@ -397,15 +397,15 @@ TEST_CASE("replicas that do not confirm within a short reply timeout: "
     CHECK(failure.failure_kind() == redis::FailureKind::unconfirmed);
   }
   // The unconfirmed acquire was undone.
-  CHECK(store->peek(request.name).acquired);
+  CHECK(seen(store->peek(request.name)).acquired);
 }
 
 TEST_CASE("a listing skips a foreign key under the prefix; by name it fails") {
   auto c = connect_to_test_server();
   const std::string prefix = "foreign-" + random_token().substr(0, 6) + ":";
   const lock::KeySpace space{prefix};
-  REQUIRE(lock::try_acquire(
-              c, lock::keys_for(space, "mine"), "t", 30s, k_test_holder)
+  REQUIRE(seen(lock::try_acquire(
+                   c, lock::keys_for(space, "mine"), "t", 30s, k_test_holder))
               .acquired);
   c.command({"SET", lock::keys_for(space, "theirs").lock, "a string"});
   const auto listed = lock::list_locks(c, space);

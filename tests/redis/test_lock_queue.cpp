@@ -18,23 +18,23 @@ using namespace rlock::testing;
 
 namespace {
 
-lock::AcquireAttempt
+Seen
 fair_attempt(redis::Connection& c,
              const lock::LockKeys& keys,
              const std::string& token,
              Duration queue_ttl = 10s) {
-  return lock::try_acquire(
-      c, keys, token, 30s, k_test_holder, lock::WaiterEntry{queue_ttl});
+  return seen(lock::try_acquire(
+      c, keys, token, 30s, k_test_holder, lock::WaiterEntry{queue_ttl}));
 }
 
 // A waiter's attempt outside --fair (one that will wait).
-lock::AcquireAttempt
+Seen
 waiter_attempt(redis::Connection& c,
                const lock::LockKeys& keys,
                const std::string& token,
                bool waited = false) {
-  return lock::try_acquire(
-      c, keys, token, 30s, k_test_holder, lock::WaiterEntry{{}, 10s, waited});
+  return seen(lock::try_acquire(
+      c, keys, token, 30s, k_test_holder, lock::WaiterEntry{{}, 10s, waited}));
 }
 
 // Waits up to a second for a message on `subscription`.
@@ -73,7 +73,7 @@ TEST_CASE("fair waiters queue in arrival order and take the lock in turn") {
   REQUIRE(lock::release(c, keys, "holder"));
   // The lock is free, but only the head may take it.
   const auto jumper =
-      lock::try_acquire(c, keys, "outsider", 30s, k_test_holder);
+      seen(lock::try_acquire(c, keys, "outsider", 30s, k_test_holder));
   CHECK_FALSE(jumper.acquired);
   CHECK(jumper.retry_ms > 0);
   CHECK_FALSE(fair_attempt(c, keys, "second").acquired);
@@ -121,7 +121,8 @@ TEST_CASE("a release wakes the queue's head, or one waiter outside it") {
   auto first = wake_list({plain.wake_list("first"), plain.wake_list()});
   auto other = wake_list({plain.wake_list("other"), plain.wake_list()});
   for (int i = 0; i < 2; ++i) {
-    REQUIRE(lock::try_acquire(c, plain, "holder", 30s, k_test_holder).acquired);
+    REQUIRE(seen(lock::try_acquire(c, plain, "holder", 30s, k_test_holder))
+                .acquired);
     REQUIRE_FALSE(waiter_attempt(c, plain, "first").acquired);
     REQUIRE(lock::release(c, plain, "holder"));
   }
@@ -156,10 +157,11 @@ TEST_CASE("a queued waiter that gets in or leaves takes its wake-up list") {
 TEST_CASE("a lock nobody waited for wakes nobody and leaves no list") {
   auto c = redis::Connection::open(test_endpoint(), {});
   const auto keys = fresh_keys("q", "queue-test:");
-  REQUIRE(lock::try_acquire(c, keys, "holder", 30s, k_test_holder).acquired);
+  REQUIRE(
+      seen(lock::try_acquire(c, keys, "holder", 30s, k_test_holder)).acquired);
   // -n: an attempt that will not wait.
-  REQUIRE_FALSE(
-      lock::try_acquire(c, keys, "nonblock", 30s, k_test_holder).acquired);
+  REQUIRE_FALSE(seen(lock::try_acquire(c, keys, "nonblock", 30s, k_test_holder))
+                    .acquired);
   REQUIRE(lock::release(c, keys, "holder"));
   REQUIRE(waiter_attempt(c, keys, "next").acquired);
   REQUIRE(lock::release(c, keys, "next"));
@@ -176,7 +178,8 @@ TEST_CASE("a waiter that is gone takes no wake-up") {
     gone.listen();
     REQUIRE(wakeups_within(gone, 50ms) == 0);
   }
-  REQUIRE(lock::try_acquire(c, keys, "holder", 30s, k_test_holder).acquired);
+  REQUIRE(
+      seen(lock::try_acquire(c, keys, "holder", 30s, k_test_holder)).acquired);
   REQUIRE_FALSE(waiter_attempt(c, keys, "living").acquired);
   REQUIRE(wakeups_within(living, 50ms) == 0);
   REQUIRE(lock::release(c, keys, "holder"));

@@ -17,17 +17,17 @@ using namespace rlock::testing;
 namespace {
 
 // An acquire behind the grace, undone by a release, as the waiter does it.
-lock::AcquireAttempt
+Seen
 acquire(redis::Connection& c,
         const lock::LockKeys& keys,
         const std::string& token,
         Duration grace) {
-  return lock::attempt_after_grace(
+  return seen(lock::attempt_after_grace(
       c,
       keys.name,
       {grace, "--restart-grace"},
       [&] { return lock::try_acquire(c, keys, token, 30s, k_test_holder); },
-      [&] { lock::release(c, keys, token); });
+      [&] { lock::release(c, keys, token); }));
 }
 
 // How often the server ran `command`, from INFO commandstats.

@@ -14,7 +14,7 @@ using namespace rlock::testing;
 
 namespace {
 
-lock::AcquireAttempt
+Seen
 shared(redis::Connection& c,
        const lock::LockKeys& keys,
        const std::string& token,
@@ -24,7 +24,7 @@ shared(redis::Connection& c,
 
 // A plain waiter outside --fair, as the waiter asks: with a place in the
 // queue should shared holders hold the lock.
-lock::AcquireAttempt
+Seen
 writer(redis::Connection& c,
        const lock::LockKeys& keys,
        const std::string& token,
@@ -154,8 +154,8 @@ TEST_CASE("a nested shared hold gets in beside its live parent, queue or not") {
   REQUIRE(shared(c, keys, "outer").acquired);
   CHECK_FALSE(writer(c, keys, "w").acquired);
   const auto nested = [&](const std::string& token, const std::string& parent) {
-    return lock::try_acquire(
-        c, keys, token, 30s, k_test_holder, {}, lock::k_shared_limit, parent);
+    return seen(lock::try_acquire(
+        c, keys, token, 30s, k_test_holder, {}, lock::k_shared_limit, parent));
   };
   CHECK_FALSE(nested("stranger", "not-a-holder").acquired);
   CHECK(nested("inner", "outer").acquired);
@@ -192,8 +192,8 @@ TEST_CASE("a run nested in one that holds the lock: a shared one beside a "
   const auto nested = [&](const std::string& token,
                           std::int64_t limit,
                           const std::string& parent) {
-    return lock::try_acquire(
-        c, keys, token, 30s, k_test_holder, {{}, 10s}, limit, parent);
+    return seen(lock::try_acquire(
+        c, keys, token, 30s, k_test_holder, {{}, 10s}, limit, parent));
   };
   REQUIRE(shared(c, keys, "outer").acquired);
   const auto child = nested("child", 0, "outer");

@@ -98,11 +98,11 @@ request_for(const std::string& token) {
 
 // One acquire as a waiter would see it: a server slow to answer (a
 // sanitizer build, a loaded machine) means "no quorum, try again".
-lock::AcquireAttempt
+Seen
 attempt_answered(lock::QuorumStore& store, const std::string& token) {
-  lock::AcquireAttempt attempt;
+  Seen attempt;
   for (int tries = 0; tries < 50; ++tries) {
-    attempt = store.acquire(request_for(token), {});
+    attempt = seen(store.acquire(request_for(token), {}));
     if (attempt.acquired || !attempt.holder.starts_with("no quorum")) {
       break;
     }
@@ -110,7 +110,7 @@ attempt_answered(lock::QuorumStore& store, const std::string& token) {
   return attempt;
 }
 
-lock::AcquireAttempt
+Seen
 acquire_free(lock::QuorumStore& store, const std::string& token) {
   auto attempt = attempt_answered(store, token);
   REQUIRE(attempt.acquired);

@@ -64,7 +64,8 @@ private:
 };
 
 // Answers each acquire with the next scripted answer (the last one again
-// once they run out); an answer may throw, as a failing server does.
+// once they run out); an answer may throw, as a failing server does. A peek
+// takes its answer from the same script: Granted reads as Free.
 class FakeStore final : public lock::LockStore {
 public:
   using Answer = std::function<lock::AcquireAttempt()>;
@@ -103,10 +104,14 @@ public:
     return next_answer();
   }
 
-  lock::AcquireAttempt
+  lock::PeekResult
   peek(std::string_view) override {
     calls.push_back("peek");
-    return next_answer();
+    auto answer = next_answer();
+    if (auto* busy = std::get_if<lock::Busy>(&answer)) {
+      return *busy;
+    }
+    return lock::Free{};
   }
 
   std::int64_t

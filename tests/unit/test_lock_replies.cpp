@@ -42,36 +42,48 @@ failure_of(Decode&& decode) {
   return {};
 }
 
+// The grant in an answer, which must be one.
+template <class Answer>
+lock::Granted
+granted(const Answer& answer) {
+  REQUIRE(std::holds_alternative<lock::Granted>(answer));
+  return std::get<lock::Granted>(answer);
+}
+
+// Who holds the lock, in an answer that must be busy.
+template <class Answer>
+lock::Busy
+busy(const Answer& answer) {
+  REQUIRE(std::holds_alternative<lock::Busy>(answer));
+  return std::get<lock::Busy>(answer);
+}
+
 } // namespace
 
 TEST_CASE("decode_acquire: acquired with its fence") {
-  const auto attempt = lock::decode_acquire(
-      array({integer(1), integer(1'700'000'000'123'456)}), k_what);
-  CHECK(attempt.acquired);
+  const auto attempt = granted(lock::decode_acquire(
+      array({integer(1), integer(1'700'000'000'123'456)}), k_what));
   CHECK(attempt.fence == 1'700'000'000'123'456);
-  CHECK(attempt.retry_ms == -1);
-  CHECK(attempt.holder.empty());
+  CHECK(attempt.slot == -1);
 }
 
 TEST_CASE("decode_acquire: a semaphore's permit with its slot") {
-  const auto attempt = lock::decode_acquire(
-      array({integer(1), integer(1'700'000'000'123'456), integer(2)}), k_what);
-  CHECK(attempt.acquired);
+  const auto attempt = granted(lock::decode_acquire(
+      array({integer(1), integer(1'700'000'000'123'456), integer(2)}), k_what));
   CHECK(attempt.fence == 1'700'000'000'123'456);
   CHECK(attempt.slot == 2);
-  CHECK_FALSE(attempt.limit_conflict);
   // A plain lock has no slot.
-  CHECK(lock::decode_acquire(array({integer(1), integer(7)}), k_what).slot
+  CHECK(granted(lock::decode_acquire(array({integer(1), integer(7)}), k_what))
+            .slot
         == -1);
 }
 
 TEST_CASE("decode_acquire: held under another limit") {
   const auto semaphore =
-      lock::decode_acquire(array({integer(2), integer(3)}), k_what);
-  CHECK_FALSE(semaphore.acquired);
+      busy(lock::decode_acquire(array({integer(2), integer(3)}), k_what));
   CHECK(semaphore.limit_conflict == 3);
   const auto plain =
-      lock::decode_acquire(array({integer(2), integer(0)}), k_what);
+      busy(lock::decode_acquire(array({integer(2), integer(0)}), k_what));
   CHECK(plain.limit_conflict == 0);
 }
 
@@ -115,9 +127,7 @@ TEST_CASE("decode_lock_state: a semaphore's live holders by slot") {
 }
 
 TEST_CASE("decode_acquire: busy, with the holder") {
-  const auto attempt = lock::decode_acquire(held_reply(), k_what);
-  CHECK_FALSE(attempt.acquired);
-  CHECK(attempt.fence == 0);
+  const auto attempt = busy(lock::decode_acquire(held_reply(), k_what));
   CHECK(attempt.retry_ms == 2500);
   CHECK(attempt.holder == "alice@web-1:4242");
   CHECK(attempt.command == "make deploy");
@@ -125,18 +135,18 @@ TEST_CASE("decode_acquire: busy, with the holder") {
   CHECK(attempt.holder_ttl_ms == 30'000);
   CHECK(attempt.held_ms == 27'500);
   CHECK(attempt.held_back.empty());
+  CHECK_FALSE(attempt.limit_conflict);
 }
 
 TEST_CASE("decode_acquire: a shorter busy reply leaves the rest unknown") {
   const auto bare =
-      lock::decode_acquire(array({integer(0), integer(-1)}), k_what);
-  CHECK_FALSE(bare.acquired);
+      busy(lock::decode_acquire(array({integer(0), integer(-1)}), k_what));
   CHECK(bare.retry_ms == -1);
   CHECK(bare.holder.empty());
   CHECK(bare.place == 0);
   auto six = held_reply();
   six.elements.pop_back();
-  const auto attempt = lock::decode_acquire(six, k_what);
+  const auto attempt = busy(lock::decode_acquire(six, k_what));
   CHECK(attempt.holder_ttl_ms == 30'000);
   CHECK(attempt.held_ms == 0);
 }
@@ -145,7 +155,7 @@ TEST_CASE("decode_acquire: nil where a string is expected reads as empty") {
   auto reply = held_reply();
   reply.elements[2] = nil();
   reply.elements[3] = nil();
-  const auto attempt = lock::decode_acquire(reply, k_what);
+  const auto attempt = busy(lock::decode_acquire(reply, k_what));
   CHECK(attempt.holder.empty());
   CHECK(attempt.command.empty());
   CHECK(attempt.place == 3);
@@ -211,20 +221,19 @@ TEST_CASE("decode_acquire: malformed replies") {
 
 TEST_CASE("decode_peek: free, or held as acquire reports it") {
   const std::string what = "cannot read lock 'x'";
-  CHECK(lock::decode_peek(array({integer(1)}), what).acquired);
-  const auto seen = lock::decode_peek(held_reply(), what);
-  const auto busy = lock::decode_acquire(held_reply(), what);
-  CHECK_FALSE(seen.acquired);
-  CHECK(seen.retry_ms == busy.retry_ms);
-  CHECK(seen.holder == busy.holder);
-  CHECK(seen.command == busy.command);
-  CHECK(seen.place == busy.place);
-  CHECK(seen.holder_ttl_ms == busy.holder_ttl_ms);
-  CHECK(seen.held_ms == busy.held_ms);
+  CHECK(std::holds_alternative<lock::Free>(
+      lock::decode_peek(array({integer(1)}), what)));
+  const auto seen = busy(lock::decode_peek(held_reply(), what));
+  const auto refused = busy(lock::decode_acquire(held_reply(), what));
+  CHECK(seen.retry_ms == refused.retry_ms);
+  CHECK(seen.holder == refused.holder);
+  CHECK(seen.command == refused.command);
+  CHECK(seen.place == refused.place);
+  CHECK(seen.holder_ttl_ms == refused.holder_ttl_ms);
+  CHECK(seen.held_ms == refused.held_ms);
   CHECK(seen.held_ms == 27'500);
   // A bare "held" without details.
-  const auto bare = lock::decode_peek(array({integer(0)}), what);
-  CHECK_FALSE(bare.acquired);
+  const auto bare = busy(lock::decode_peek(array({integer(0)}), what));
   CHECK(bare.retry_ms == -1);
 }
 

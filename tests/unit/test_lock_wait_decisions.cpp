@@ -17,21 +17,20 @@ namespace {
 
 const lock::LockRequest k_request{"job", "token-1", 30s, {}};
 
-lock::AcquireAttempt
+lock::Busy
 busy(std::int64_t retry_ms, std::int64_t holder_ttl_ms = 30'000) {
-  lock::AcquireAttempt attempt;
-  attempt.retry_ms = retry_ms;
-  attempt.holder = "alice@host:1";
-  attempt.holder_ttl_ms = holder_ttl_ms;
-  return attempt;
+  lock::Busy busy;
+  busy.retry_ms = retry_ms;
+  busy.holder = "alice@host:1";
+  busy.holder_ttl_ms = holder_ttl_ms;
+  return busy;
 }
 
-lock::AcquireAttempt
+lock::Granted
 won() {
-  lock::AcquireAttempt attempt;
-  attempt.acquired = true;
-  attempt.fence = 7;
-  return attempt;
+  lock::Granted granted;
+  granted.fence = 7;
+  return granted;
 }
 
 FakeStore::Answer
@@ -83,7 +82,7 @@ TEST_CASE("-n asks once, watches nothing and takes no place in the queue") {
   const auto outcome =
       f.wait({.nonblock = true, .timeout = std::nullopt, .fair = true});
   CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
-  CHECK(outcome.attempt.holder == "alice@host:1");
+  CHECK(std::get<lock::Busy>(outcome.attempt).holder == "alice@host:1");
   CHECK(f.store.calls == std::vector<std::string>{"acquire"});
   CHECK(f.store.last_queue_ttl == Duration::zero());
   CHECK(f.clock.sleeps.empty());
@@ -108,7 +107,7 @@ TEST_CASE("a waiter watches, asks again, then sleeps until the lease ends") {
       answer(busy(300)), answer(busy(300)), answer(won())};
   const auto outcome = f.wait({});
   CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
-  CHECK(outcome.attempt.fence == 7);
+  CHECK(std::get<lock::Granted>(outcome.attempt).fence == 7);
   CHECK_FALSE(outcome.uncertain);
   CHECK(f.store.calls
         == std::vector<std::string>{
@@ -185,7 +184,7 @@ TEST_CASE("--fair queues, refreshes its place in [4s, 5s] and leaves at -w") {
   CHECK(f.store.count("leave") == 1);
 }
 
-lock::AcquireAttempt
+lock::Busy
 queued_behind_readers(std::int64_t retry_ms) {
   auto attempt = busy(retry_ms);
   attempt.shared_holders = true;
@@ -259,7 +258,7 @@ TEST_CASE("a waiter outside the queue that gives up at -w stops listening, "
   f.store.acquire_answers = {answer(busy(30'000, 60'000))};
   const auto outcome = f.wait({.timeout = 1s});
   CHECK(outcome.kind == lock::WaitOutcome::Kind::timed_out);
-  CHECK(outcome.attempt.place == 0);
+  CHECK(std::get<lock::Busy>(outcome.attempt).place == 0);
   CHECK(f.store.calls.back() == "leave");
   CHECK(f.store.open_at_leave == std::vector<int>{0});
 }
@@ -468,9 +467,8 @@ TEST_CASE("a wake-up source that breaks as it listens is made again") {
 
 TEST_CASE("rlock wait hears every release: it takes no waiter's wake-up") {
   Fixture f;
-  lock::AcquireAttempt free_now;
-  free_now.acquired = true;
-  f.store.acquire_answers = {answer(busy(200)), answer(free_now)};
+  // The fake's peek reads a grant as free.
+  f.store.acquire_answers = {answer(busy(200)), answer(won())};
   lock::wait_until_free(f.store, "job", {.timeout = 5s}, f.hooks);
   CHECK(f.store.count("watch releases") == 1);
   CHECK(f.store.count("watch") == 0);
@@ -478,12 +476,11 @@ TEST_CASE("rlock wait hears every release: it takes no waiter's wake-up") {
 
 TEST_CASE("rlock wait only looks: it never takes the lock") {
   Fixture f;
-  lock::AcquireAttempt free_now;
-  free_now.acquired = true;
-  f.store.acquire_answers = {answer(busy(200)), answer(free_now)};
+  // The fake's peek reads a grant as free.
+  f.store.acquire_answers = {answer(busy(200)), answer(won())};
   const auto outcome =
       lock::wait_until_free(f.store, "job", {.timeout = 5s}, f.hooks);
-  CHECK(outcome.kind == lock::WaitOutcome::Kind::acquired);
+  CHECK(outcome.kind == lock::FreeWaitOutcome::Kind::free);
   CHECK(f.store.count("acquire") == 0);
   CHECK(f.store.count("peek") >= 1);
 }

@@ -2,6 +2,7 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/describe.hpp>
 #include <rlock/proc/process_info.hpp>
 #include <rlock/proc/termination.hpp>
 #include <rlock/util/log.hpp>
@@ -131,17 +132,16 @@ output_of(const AcquireOptions& options,
 }
 
 void
-report_not_acquired(const AcquireOptions& options,
-                    const lock::AcquireAttempt& attempt) {
-  const auto& held_back = attempt.held_back;
+report_not_acquired(const AcquireOptions& options, const lock::Busy& busy) {
+  const auto& held_back = busy.held_back;
   const auto& wait = options.waiting.wait;
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(options.name) + " after "
                 + format_duration(*wait) + "; "
                 + (held_back.empty()
-                       ? lock::held_by_text(attempt, false)
+                       ? lock::held_by_text(busy, false)
                              + lock::queued_first_text(
-                                 attempt, options.limit == lock::k_shared_limit)
+                                 busy, options.limit == lock::k_shared_limit)
                        : held_back));
   } else if (!held_back.empty()) {
     log::info("not acquired: " + quote(options.name) + ": " + held_back);
@@ -186,17 +186,18 @@ run(const AcquireOptions& options) {
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
-    report_not_acquired(options, outcome.attempt);
+    report_not_acquired(options, std::get<lock::Busy>(outcome.attempt));
     return options.waiting.conflict_exit_code;
   }
+  const auto& granted = std::get<lock::Granted>(outcome.attempt);
   log::info("acquired " + quote(options.name) + " (fence "
-            + std::to_string(outcome.attempt.fence) + ") for "
+            + std::to_string(granted.fence) + ") for "
             + format_duration(options.ttl));
   const auto text = output_of(options,
                               store->key_of(options.name),
                               request.token,
-                              outcome.attempt.fence,
-                              outcome.attempt.slot);
+                              granted.fence,
+                              granted.slot);
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (std::fflush(stdout) != 0) {
     // Nobody would know the token: give the lock back.

@@ -1,7 +1,7 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/release.hpp>
 #include <rlock/cli/steps.hpp>
-#include <rlock/lock/waiter.hpp>
+#include <rlock/lock/describe.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>

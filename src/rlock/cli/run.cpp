@@ -3,6 +3,7 @@
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/describe.hpp>
 #include <rlock/lock/held_lock.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/proc/boot_timer.hpp>
@@ -454,13 +455,13 @@ void
 report_not_acquired(const std::string& name,
                     const std::optional<Duration>& wait,
                     std::int64_t limit,
-                    const lock::AcquireAttempt& attempt) {
-  const bool held_back = !attempt.held_back.empty();
+                    const lock::Busy& busy) {
+  const bool held_back = !busy.held_back.empty();
   const std::string why =
-      held_back ? attempt.held_back
-                : lock::held_by_text(attempt, false)
-                      + lock::queued_first_text(attempt,
-                                                limit == lock::k_shared_limit);
+      held_back
+          ? busy.held_back
+          : lock::held_by_text(busy, false)
+                + lock::queued_first_text(busy, limit == lock::k_shared_limit);
   if (wait && *wait > Duration::zero()) {
     log::notice("gave up waiting for " + quote(name) + " after "
                 + format_duration(*wait) + "; " + why);
@@ -514,26 +515,29 @@ run(const RunOptions& options) {
     return exit_code::k_signal_base + outcome.signal;
   }
   if (outcome.kind == Kind::timed_out) {
-    report_not_acquired(
-        options.name, options.waiting.wait, options.limit, outcome.attempt);
+    report_not_acquired(options.name,
+                        options.waiting.wait,
+                        options.limit,
+                        std::get<lock::Busy>(outcome.attempt));
     return options.waiting.conflict_exit_code;
   }
-  lock::HeldLock lock(*store, request, outcome.attempt, options.timing);
+  const auto& granted = std::get<lock::Granted>(outcome.attempt);
+  lock::HeldLock lock(*store, request, granted, options.timing);
   Held held{options, lock, std::nullopt};
-  const auto slot = outcome.attempt.slot;
+  const auto slot = granted.slot;
   log::info("acquired " + quote(options.name) + " (fence "
-            + std::to_string(outcome.attempt.fence)
+            + std::to_string(granted.fence)
             + (slot >= 0 ? ", slot " + std::to_string(slot) : "") + ")");
   nlohmann::ordered_json fields{
-      {"fence", outcome.attempt.fence},
-      {"waited_ms", milliseconds(outcome.attempt.sent - started)},
-      {"replicas", outcome.attempt.replicas}};
+      {"fence", granted.fence},
+      {"waited_ms", milliseconds(granted.sent - started)},
+      {"replicas", granted.replicas}};
   if (slot >= 0) {
     fields["slot"] = slot;
   }
-  if (outcome.attempt.servers > 0) {
-    fields["granted"] = outcome.attempt.granted;
-    fields["servers"] = outcome.attempt.servers;
+  if (granted.servers > 0) {
+    fields["granted"] = granted.granted;
+    fields["servers"] = granted.servers;
   }
   events::emit("acquired", options.name, fields);
   if (const int signal = take_terminating(signals)) {

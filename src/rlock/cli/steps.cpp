@@ -2,8 +2,8 @@
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/lock/describe.hpp>
 #include <rlock/lock/lease.hpp>
-#include <rlock/lock/waiter.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
@@ -33,9 +33,10 @@ not_held(lock::LockStore& store, const std::string& name) {
   std::string whose;
   try {
     const auto now = store.peek(name);
-    whose = now.acquired ? "it is free (the lease ran out, or it was "
-                           "released or broken)"
-                         : "it is " + lock::held_by_text(now, true);
+    const auto* held = std::get_if<lock::Busy>(&now);
+    whose = !held ? "it is free (the lease ran out, or it was "
+                    "released or broken)"
+                  : "it is " + lock::held_by_text(*held, true);
   } catch (const Error&) {
     // Who holds it is extra; the answer stands without it.
   }
@@ -49,10 +50,11 @@ refuse_if_impossible(const std::string& name,
                      const lock::AcquireAttempt& attempt,
                      std::int64_t asked,
                      const std::string& who) {
-  if (!attempt.limit_conflict) {
+  const auto* busy = std::get_if<lock::Busy>(&attempt);
+  if (!busy || !busy->limit_conflict) {
     return;
   }
-  const std::int64_t held = *attempt.limit_conflict;
+  const std::int64_t held = *busy->limit_conflict;
   const auto limit_text = [](std::int64_t limit) {
     return limit == 0 ? std::string("no --limit (a plain lock)")
            : limit == lock::k_shared_limit ? std::string("--shared")

@@ -54,13 +54,13 @@ run(const WaitFreeOptions& options) {
       options.name,
       lock::WaitOptions{false, options.waiting.wait, false},
       make_wait_hooks(signals));
-  using Kind = lock::WaitOutcome::Kind;
+  using Kind = lock::FreeWaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
     proc::end_by_signal(outcome.signal);
     return exit_code::k_signal_base + outcome.signal;
   }
-  return outcome.kind == Kind::acquired ? exit_code::k_success
-                                        : options.waiting.conflict_exit_code;
+  return outcome.kind == Kind::free ? exit_code::k_success
+                                    : options.waiting.conflict_exit_code;
 }
 
 } // namespace rlock::cli

@@ -248,7 +248,7 @@ ClusterStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   });
 }
 
-AcquireAttempt
+PeekResult
 ClusterStore::peek(std::string_view name) {
   return routed(
       name, [&](RedisStore& store, auto&&, int) { return store.peek(name); });

@@ -167,7 +167,7 @@ DiscoveringStore::acquire(const LockRequest& request,
   });
 }
 
-AcquireAttempt
+PeekResult
 DiscoveringStore::peek(std::string_view name) {
   return on_store(name, [&](LockStore& store) { return store.peek(name); });
 }

@@ -5,7 +5,7 @@ namespace rlock::lock {
 
 HeldLock::HeldLock(LockStore& store,
                    LockRequest request,
-                   AcquireAttempt acquired,
+                   Granted acquired,
                    LeaseTiming timing)
     : m_store(store), m_request(std::move(request)),
       m_acquired(std::move(acquired)), m_timing(timing) {

@@ -17,7 +17,7 @@ class HeldLock {
 public:
   HeldLock(LockStore& store,
            LockRequest request,
-           AcquireAttempt acquired,
+           Granted acquired,
            LeaseTiming timing);
 
   const std::string&
@@ -106,7 +106,7 @@ private:
 
   LockStore& m_store;
   LockRequest m_request;
-  AcquireAttempt m_acquired;
+  Granted m_acquired;
   LeaseTiming m_timing;
   std::optional<Renewer> m_renewer;
   std::optional<BootTime> m_steps_deadline; // bound_steps_by()

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 // What a lock store says, in lock terms: holders, leases and tokens, never
@@ -61,40 +62,17 @@ struct WaiterEntry {
   bool operator==(const WaiterEntry&) const = default;
 };
 
-// The answer to one acquire attempt.
-struct AcquireAttempt {
-  bool acquired = false;
-  // When acquired: the fencing token.
+// A lock an acquire attempt got.
+struct Granted {
+  // The fencing token.
   std::int64_t fence = 0;
-  // When acquired: how many replicas confirmed it (0 when none were asked).
+  // How many replicas confirmed it (0 when none were asked).
   int replicas = 0;
-  // When acquired as one of a semaphore's holders: the lowest index in
-  // 0..limit-1 no other live holder had (-1 for a plain lock).
+  // As one of a semaphore's holders: the lowest index in 0..limit-1 no
+  // other live holder had (-1 for a plain lock).
   std::int64_t slot = -1;
-  // When not acquired because the lock has live holders under another
-  // limit: that limit (0: a plain lock, k_shared_limit: a shared one).
-  std::optional<std::int64_t> limit_conflict;
   // When the request was sent: the lease counts from here.
   BootTime sent{};
-  // When not acquired: look again after this at the latest (-1: no hint).
-  std::int64_t retry_ms = -1;
-  // When not acquired: "user@host:pid", or who is ahead in the queue.
-  std::string holder;
-  // When not acquired: the holder's command line.
-  std::string command;
-  // When not acquired: 1-based place in the --fair queue, 0 outside it.
-  std::int64_t place = 0;
-  // When not acquired: the holder's lease length, 0 if unknown.
-  std::int64_t holder_ttl_ms = 0;
-  // When not acquired: how long the holder has held it.
-  std::int64_t held_ms = 0;
-  // When not acquired: shared holders hold it, and how many hold it (a
-  // semaphore's or shared lock's; 1 for a plain lock, 0 if unknown).
-  bool shared_holders = false;
-  std::int64_t holders = 0;
-  // When not acquired because the server started too recently
-  // (--restart-grace): why, for people; retry_ms is when the grace ends.
-  std::string held_back;
   // A quorum of servers (Redlock): how many granted it, of how many (0 and
   // 0 elsewhere), and how much earlier than `sent` the lease counts as
   // taken, for the servers' clocks that may run faster than ours.
@@ -102,6 +80,43 @@ struct AcquireAttempt {
   int servers = 0;
   Duration clock_allowance{};
 };
+
+// A lock an attempt did not get, or a look found held: who holds it and when
+// to look again.
+struct Busy {
+  // Look again after this at the latest (-1: no hint).
+  std::int64_t retry_ms = -1;
+  // "user@host:pid", or who is ahead in the queue.
+  std::string holder;
+  // The holder's command line.
+  std::string command;
+  // 1-based place in the --fair queue, 0 outside it.
+  std::int64_t place = 0;
+  // The holder's lease length, 0 if unknown.
+  std::int64_t holder_ttl_ms = 0;
+  // How long the holder has held it.
+  std::int64_t held_ms = 0;
+  // Shared holders hold it, and how many hold it (a semaphore's or shared
+  // lock's; 1 for a plain lock, 0 if unknown).
+  bool shared_holders = false;
+  std::int64_t holders = 0;
+  // An acquire refused because the lock has live holders under another
+  // limit: that limit (0: a plain lock, k_shared_limit: a shared one).
+  std::optional<std::int64_t> limit_conflict;
+  // Held back because the server started too recently (--restart-grace):
+  // why, for people; retry_ms is when the grace ends.
+  std::string held_back;
+};
+
+// The answer to one acquire attempt: the lock, or who holds it. A default
+// one is busy, with nobody known.
+using AcquireAttempt = std::variant<Busy, Granted>;
+
+// A look at a lock (peek) that found it free.
+struct Free {};
+
+// The answer to a look at a lock: free, or who holds it.
+using PeekResult = std::variant<Busy, Free>;
 
 // A lock broken by release --force.
 struct BrokenLock {

@@ -148,7 +148,9 @@ try_acquire(redis::Connection& connection,
   const auto call =
       acquire_call(keys, token, ttl, holder, entry, limit, parent_token);
   auto attempt = decode_acquire(run(connection, call), call.what);
-  attempt.sent = sent;
+  if (auto* granted = std::get_if<Granted>(&attempt)) {
+    granted->sent = sent;
+  }
   return attempt;
 }
 
@@ -215,13 +217,10 @@ force_release(redis::Connection& connection, const LockKeys& keys) {
   return decode_force_release(run(connection, call), call.what);
 }
 
-AcquireAttempt
+PeekResult
 peek(redis::Connection& connection, const LockKeys& keys) {
-  const BootTime sent = boot_now();
   const auto call = peek_call(keys);
-  auto attempt = decode_peek(run(connection, call), call.what);
-  attempt.sent = sent;
-  return attempt;
+  return decode_peek(run(connection, call), call.what);
 }
 
 Slot

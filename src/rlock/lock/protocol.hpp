@@ -121,10 +121,9 @@ std::optional<Duration> check(redis::Connection& connection,
 std::optional<BrokenLock> force_release(redis::Connection& connection,
                                         const LockKeys& keys);
 
-// Looks at the lock without taking it: `acquired` is true when it is free,
-// else the holder and retry hint are set as by try_acquire(). Throws Error
-// (unavailable).
-AcquireAttempt peek(redis::Connection& connection, const LockKeys& keys);
+// Looks at the lock without taking it: free, or its holder and retry hint
+// as try_acquire() would say them. Throws Error (unavailable).
+PeekResult peek(redis::Connection& connection, const LockKeys& keys);
 
 // Returns the current --once-per slot of `length`. Throws Error (unavailable).
 Slot current_slot(redis::Connection& connection,

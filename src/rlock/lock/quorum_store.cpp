@@ -88,50 +88,44 @@ QuorumStore::clock_allowance(Duration ttl) const {
   return quorum::clock_allowance(ttl);
 }
 
-std::vector<AcquireAttempt>
+std::vector<PeekResult>
 QuorumStore::peek_each(std::string_view name) {
   const std::string what = "cannot read lock " + quote(name);
   const auto answers =
       round(all_members(), peek_call(keys(name)), round_time());
   require_quorum(answers, what);
-  std::vector<AcquireAttempt> attempts;
+  std::vector<PeekResult> looks;
   for (const auto& answer : answers) {
     if (answer.counts()) {
-      attempts.push_back(decode_peek(*answer.reply, what));
+      looks.push_back(decode_peek(*answer.reply, what));
     }
   }
-  return attempts;
+  return looks;
 }
 
-AcquireAttempt
+PeekResult
 QuorumStore::peek(std::string_view name) {
-  const BootTime sent = boot_now();
-  std::vector<AcquireAttempt> busy;
+  std::vector<Busy> busy;
   int free = 0;
-  for (auto& attempt : peek_each(name)) {
-    if (attempt.acquired) {
-      ++free;
+  for (auto& look : peek_each(name)) {
+    if (auto* held = std::get_if<Busy>(&look)) {
+      busy.push_back(std::move(*held));
     } else {
-      busy.push_back(std::move(attempt));
+      ++free;
     }
   }
   if (free >= m_deployment.quorum) {
-    AcquireAttempt open;
-    open.acquired = true;
-    open.sent = sent;
-    return open;
+    return Free{};
   }
-  auto attempt = not_won(busy, 0, std::chrono::seconds(30));
-  attempt.sent = sent;
-  return attempt;
+  return not_won(busy, 0, std::chrono::seconds(30));
 }
 
 std::int64_t
 QuorumStore::lease_remaining_ms(std::string_view name) {
   std::vector<std::int64_t> held_ms;
-  for (const auto& attempt : peek_each(name)) {
-    if (!attempt.acquired) {
-      held_ms.push_back(attempt.retry_ms);
+  for (const auto& look : peek_each(name)) {
+    if (const auto* held = std::get_if<Busy>(&look)) {
+      held_ms.push_back(held->retry_ms);
     }
   }
   // A server that did not say "held" may grant it: free as far as a waiter

@@ -40,7 +40,7 @@ public:
   std::string key_of(std::string_view name) const override;
   AcquireAttempt acquire(const LockRequest& request,
                          const WaiterEntry& entry) override;
-  AcquireAttempt peek(std::string_view name) override;
+  PeekResult peek(std::string_view name) override;
   std::int64_t lease_remaining_ms(std::string_view name) override;
   Renewal renew(std::string_view name,
                 const std::string& token,
@@ -148,7 +148,7 @@ private:
                    Duration per_server);
   // Looks at lock `name` on every server: what each that answered says
   // (peek's reply); throws Failure when fewer than a quorum answered.
-  std::vector<AcquireAttempt> peek_each(std::string_view name);
+  std::vector<PeekResult> peek_each(std::string_view name);
   // Throws Failure naming the servers that did not answer, when fewer than
   // a quorum did.
   void require_quorum(const std::vector<Answer>& answers,
@@ -158,10 +158,10 @@ private:
   // did not grant it said (`busy`).
   // `short_by` says why `granted` grants did not win, when they were a
   // quorum (they came too late).
-  AcquireAttempt not_won(const std::vector<AcquireAttempt>& busy,
-                         int granted,
-                         Duration ttl,
-                         const std::string& short_by = "") const;
+  Busy not_won(const std::vector<Busy>& busy,
+               int granted,
+               Duration ttl,
+               const std::string& short_by = "") const;
   Duration per_server_time(Duration ttl) const;
   Duration clock_allowance(Duration ttl) const;
   // Notes what a new connection's INFO said: the run_id (or none) and the

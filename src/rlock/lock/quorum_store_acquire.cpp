@@ -22,7 +22,7 @@ namespace {
 // told, when that keeps its grant from counting.
 struct Heard {
   quorum::AcquireAnswer vote;
-  AcquireAttempt said;
+  Busy said;
   std::optional<redis::Failure> unknown_start;
 };
 
@@ -57,13 +57,13 @@ hear_acquire(const QuorumStore::Answer& answer,
           : std::nullopt;
   heard.vote.held_back = held_back_by.has_value();
   heard.vote.unconfirmed = !answer.counts();
-  if (!attempt.acquired) {
+  if (auto* busy = std::get_if<Busy>(&attempt)) {
     heard.vote.kind = Kind::busy;
-    heard.said = std::move(attempt);
+    heard.said = std::move(*busy);
     return heard;
   }
   heard.vote.kind = Kind::granted;
-  heard.vote.fence = attempt.fence;
+  heard.vote.fence = std::get<Granted>(attempt).fence;
   if (held_back_by) {
     heard.said = *held_back_by;
   } else if (heard.vote.start_unknown) {
@@ -74,7 +74,7 @@ hear_acquire(const QuorumStore::Answer& answer,
 
 // The parts of a "not granted" answer the quorum counts.
 std::vector<quorum::BusyVote>
-busy_votes(const std::vector<AcquireAttempt>& busy) {
+busy_votes(const std::vector<Busy>& busy) {
   std::vector<quorum::BusyVote> votes;
   for (const auto& attempt : busy) {
     votes.push_back(quorum::BusyVote{attempt.holder,
@@ -104,7 +104,7 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
             true);
   std::vector<quorum::AcquireAnswer> votes;
   // Per answer: what it says when it says why not.
-  std::vector<AcquireAttempt> said;
+  std::vector<Busy> said;
   // The servers whose start cannot be told, while a grace is asked for.
   std::vector<redis::Failure> unknown;
   for (const auto& answer : answers) {
@@ -134,8 +134,7 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
       }
       m_splits = 0;
       undo(verdict.undo, lock_keys, request.token, per_server);
-      AcquireAttempt won;
-      won.acquired = true;
+      Granted won;
       won.fence = verdict.fence;
       won.sent = sent;
       won.clock_allowance = allowance;
@@ -152,7 +151,7 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
     throw unknown.front();
   }
   require_quorum(answers, what);
-  std::vector<AcquireAttempt> busy;
+  std::vector<Busy> busy;
   for (const auto index : tally.said_no) {
     busy.push_back(said[index]);
   }
@@ -174,14 +173,14 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   return result;
 }
 
-AcquireAttempt
-QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
+Busy
+QuorumStore::not_won(const std::vector<Busy>& busy,
                      int granted,
                      Duration ttl,
                      const std::string& short_by) const {
   const int servers = static_cast<int>(m_members.size());
   const auto votes = busy_votes(busy);
-  AcquireAttempt result;
+  Busy result;
   // The holder most servers name speaks for them all.
   if (const auto spokesman = quorum::spokesman(votes)) {
     result = busy[*spokesman];
@@ -191,9 +190,6 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
                     + std::to_string(m_deployment.quorum)
                     + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
-  result.acquired = false;
-  result.servers = servers;
-  result.granted = granted;
   result.retry_ms =
       quorum::not_won_retry_ms(votes, servers, m_deployment.quorum);
   if (result.retry_ms == 0) {

@@ -283,11 +283,11 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
                              request.parent_token);
         },
         undo);
-    if (attempt.acquired) {
+    if (auto* granted = std::get_if<Granted>(&attempt)) {
       // A quarter of the lease at most: the command must still have most of
       // it once the lock counts.
       try {
-        attempt.replicas =
+        granted->replicas =
             confirm(c, "taking " + quote(request.name), request.ttl / 4);
         const auto standing = sentinels_on(c);
         if (standing.kind != redis::MasterStanding::Kind::current) {
@@ -305,16 +305,13 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   });
 }
 
-AcquireAttempt
+PeekResult
 RedisStore::peek(std::string_view name) {
   const auto lock_keys = keys(name);
   return on_connection([&](redis::Connection& c) {
-    return attempt_after_grace(
-        c,
-        lock_keys.name,
-        m_deployment.restart_grace,
-        [&] { return lock::peek(c, lock_keys); },
-        nullptr);
+    return look_after_grace(c, lock_keys.name, m_deployment.restart_grace, [&] {
+      return lock::peek(c, lock_keys);
+    });
   });
 }
 

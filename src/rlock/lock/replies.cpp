@@ -32,25 +32,25 @@ expect_array(const redis::Reply& reply,
 }
 
 // The busy part of acquire's and peek's replies, from retry_ms on.
-void
-decode_busy(const redis::Reply& reply,
-            AcquireAttempt& attempt,
-            const std::string& what) {
+Busy
+decode_busy(const redis::Reply& reply, const std::string& what) {
   const auto& fields = reply.elements;
-  attempt.retry_ms = redis::integer_of(fields[1], what);
+  Busy busy;
+  busy.retry_ms = redis::integer_of(fields[1], what);
   if (fields.size() >= 6) {
-    attempt.holder = redis::string_of(fields[2], what);
-    attempt.command = redis::string_of(fields[3], what);
-    attempt.place = redis::integer_of(fields[4], what);
-    attempt.holder_ttl_ms = redis::integer_of(fields[5], what);
+    busy.holder = redis::string_of(fields[2], what);
+    busy.command = redis::string_of(fields[3], what);
+    busy.place = redis::integer_of(fields[4], what);
+    busy.holder_ttl_ms = redis::integer_of(fields[5], what);
   }
   if (fields.size() >= 7) {
-    attempt.held_ms = redis::integer_of(fields[6], what);
+    busy.held_ms = redis::integer_of(fields[6], what);
   }
   if (fields.size() >= 9) {
-    attempt.shared_holders = redis::integer_of(fields[7], what) == 1;
-    attempt.holders = redis::integer_of(fields[8], what);
+    busy.shared_holders = redis::integer_of(fields[7], what) == 1;
+    busy.holders = redis::integer_of(fields[8], what);
   }
+  return busy;
 }
 
 void
@@ -131,32 +131,34 @@ AcquireAttempt
 decode_acquire(const redis::Reply& reply, const std::string& what) {
   redis::throw_if_error(reply, what);
   expect_array(reply, 2, what);
-  AcquireAttempt attempt;
   const auto answer = redis::integer_of(reply.elements[0], what);
-  attempt.acquired = answer == 1;
-  if (answer == 2) {
-    attempt.limit_conflict = redis::integer_of(reply.elements[1], what);
-  } else if (attempt.acquired) {
-    attempt.fence = redis::integer_of(reply.elements[1], what);
+  if (answer == 1) {
+    Granted granted;
+    granted.fence = redis::integer_of(reply.elements[1], what);
     if (reply.elements.size() >= 3) {
-      attempt.slot = redis::integer_of(reply.elements[2], what);
+      granted.slot = redis::integer_of(reply.elements[2], what);
     }
-  } else {
-    decode_busy(reply, attempt, what);
+    return granted;
   }
-  return attempt;
+  if (answer == 2) {
+    Busy busy;
+    busy.limit_conflict = redis::integer_of(reply.elements[1], what);
+    return busy;
+  }
+  return decode_busy(reply, what);
 }
 
-AcquireAttempt
+PeekResult
 decode_peek(const redis::Reply& reply, const std::string& what) {
   redis::throw_if_error(reply, what);
   expect_array(reply, 1, what);
-  AcquireAttempt attempt;
-  attempt.acquired = redis::integer_of(reply.elements[0], what) == 1;
-  if (!attempt.acquired && reply.elements.size() >= 2) {
-    decode_busy(reply, attempt, what);
+  if (redis::integer_of(reply.elements[0], what) == 1) {
+    return Free{};
   }
-  return attempt;
+  if (reply.elements.size() >= 2) {
+    return decode_busy(reply, what);
+  }
+  return Busy{};
 }
 
 Renewal

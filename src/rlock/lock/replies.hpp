@@ -20,14 +20,14 @@ namespace rlock::lock {
 
 // acquire.lua's reply: {1, fence} ({1, fence, slot} for a semaphore), {2,
 // limit} for a lock held under another limit, or a busy reply (as
-// decode_peek() reads it). `sent` is left for the caller.
+// decode_peek() reads it). A grant's `sent` is left for the caller.
 AcquireAttempt decode_acquire(const redis::Reply& reply,
                               const std::string& what);
 
 // peek.lua's reply: {1} when the lock is free, else the busy reply both
 // scripts share, {0, retry_ms, "user@host:pid", command, place,
-// holder_ttl_ms, held_ms}. `sent` is left for the caller.
-AcquireAttempt decode_peek(const redis::Reply& reply, const std::string& what);
+// holder_ttl_ms, held_ms}.
+PeekResult decode_peek(const redis::Reply& reply, const std::string& what);
 
 // renew.lua's reply: {held, lease PTTL before the renewal}.
 Renewal decode_renew(const redis::Reply& reply, const std::string& what);

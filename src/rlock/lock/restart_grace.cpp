@@ -143,7 +143,7 @@ latest_start(std::int64_t uptime_seconds, BootTime received) {
   return received - seconds(surely_up);
 }
 
-std::optional<AcquireAttempt>
+std::optional<Busy>
 held_back(const std::string& address,
           BootTime started,
           const RestartGrace& grace,
@@ -155,23 +155,37 @@ held_back(const std::string& address,
   const auto up =
       std::chrono::floor<seconds>(std::max(now - started, Duration::zero()));
   const auto left_ms = std::chrono::ceil<std::chrono::milliseconds>(left);
-  AcquireAttempt attempt;
-  attempt.sent = now;
-  attempt.retry_ms = left_ms.count();
-  attempt.held_back = "the Redis server at " + address + " started "
-                      + format_whole_seconds(up)
-                      + " ago; no lock is granted for another "
-                      + format_whole_seconds(std::chrono::ceil<seconds>(left))
-                      + " (" + grace.name + ")";
-  return attempt;
+  Busy busy;
+  busy.retry_ms = left_ms.count();
+  busy.held_back = "the Redis server at " + address + " started "
+                   + format_whole_seconds(up)
+                   + " ago; no lock is granted for another "
+                   + format_whole_seconds(std::chrono::ceil<seconds>(left))
+                   + " (" + grace.name + ")";
+  return busy;
 }
 
-AcquireAttempt
-attempt_after_grace(redis::Connection& connection,
-                    const std::string& name,
-                    const RestartGrace& grace,
-                    const std::function<AcquireAttempt()>& attempt,
-                    const std::function<void()>& undo) {
+namespace {
+
+bool
+took_lock(const AcquireAttempt& attempt) {
+  return std::holds_alternative<Granted>(attempt);
+}
+
+bool
+took_lock(const PeekResult&) {
+  return false;
+}
+
+// attempt_after_grace() for an acquire (Answer: AcquireAttempt) or a look
+// (PeekResult, no undo).
+template <class Answer>
+Answer
+after_grace(redis::Connection& connection,
+            const std::string& name,
+            const RestartGrace& grace,
+            const std::function<Answer()>& attempt,
+            const std::function<void()>& undo) {
   if (grace.length <= Duration::zero()) {
     return attempt();
   }
@@ -184,14 +198,14 @@ attempt_after_grace(redis::Connection& connection,
   }
   connection.append_aside({"INFO", "server"});
   connection.append_aside({"INFO", "replication"});
-  AcquireAttempt result = attempt();
-  std::optional<AcquireAttempt> busy;
+  Answer result = attempt();
+  std::optional<Busy> busy;
   try {
     const BootTime started = start_from_info(connection, grace);
     connection.set_server_started(started);
     busy = held_back(connection.address(), started, grace, boot_now());
   } catch (const Error&) {
-    if (result.acquired && undo) {
+    if (took_lock(result) && undo) {
       undo();
     }
     throw;
@@ -201,13 +215,32 @@ attempt_after_grace(redis::Connection& connection,
   }
   // Granted by a server that may not know of a lease still running: give
   // it back before anyone relies on it.
-  if (result.acquired && undo) {
+  if (took_lock(result) && undo) {
     undo();
   }
   events::emit("busy",
                name,
                {{"reason", busy->held_back}, {"retry_ms", busy->retry_ms}});
   return *busy;
+}
+
+} // namespace
+
+AcquireAttempt
+attempt_after_grace(redis::Connection& connection,
+                    const std::string& name,
+                    const RestartGrace& grace,
+                    const std::function<AcquireAttempt()>& attempt,
+                    const std::function<void()>& undo) {
+  return after_grace(connection, name, grace, attempt, undo);
+}
+
+PeekResult
+look_after_grace(redis::Connection& connection,
+                 const std::string& name,
+                 const RestartGrace& grace,
+                 const std::function<PeekResult()>& look) {
+  return after_grace(connection, name, grace, look, {});
 }
 
 redis::Failure

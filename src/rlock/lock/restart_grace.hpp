@@ -50,12 +50,18 @@ BootTime latest_start(std::int64_t uptime_seconds, BootTime received);
 // Returns how a server that started at the latest at `started` holds an
 // attempt back at `now`: nothing when it has been up for `grace`, else a busy
 // attempt whose retry_ms is when the grace ends and whose held_back says why.
-std::optional<AcquireAttempt> held_back(const std::string& address,
-                                        BootTime started,
-                                        const RestartGrace& grace,
-                                        BootTime now);
+std::optional<Busy> held_back(const std::string& address,
+                              BootTime started,
+                              const RestartGrace& grace,
+                              BootTime now);
 
-// Runs `attempt` (an acquire, or a look at the lock) on `connection`, unless
+// The failure of a server whose start cannot be told (`why`) while a
+// restart grace is asked for.
+redis::Failure unknown_start_failure(const std::string& address,
+                                     const std::string& why,
+                                     const RestartGrace& grace);
+
+// Runs `attempt` (an acquire) on `connection`, unless
 // the server started less than `grace` ago and holds no synced copy
 // (holds_synced_copy()): then it answers held_back() and, when the attempt
 // took the lock, calls `undo`. The first attempt on a connection carries
@@ -64,17 +70,17 @@ std::optional<AcquireAttempt> held_back(const std::string& address,
 // more, and a held-back one is not sent at all. Emits `busy` for `name` when
 // the server held the attempt back. Throws Error (unavailable) when the
 // server will not say when it started, or as `attempt` does.
-// The failure of a server whose start cannot be told (`why`) while a
-// restart grace is asked for.
-redis::Failure unknown_start_failure(const std::string& address,
-                                     const std::string& why,
-                                     const RestartGrace& grace);
-
 AcquireAttempt
 attempt_after_grace(redis::Connection& connection,
                     const std::string& name,
                     const RestartGrace& grace,
                     const std::function<AcquireAttempt()>& attempt,
                     const std::function<void()>& undo);
+
+// The same for a look at the lock (peek), which takes nothing to undo.
+PeekResult look_after_grace(redis::Connection& connection,
+                            const std::string& name,
+                            const RestartGrace& grace,
+                            const std::function<PeekResult()>& look);
 
 } // namespace rlock::lock

@@ -59,9 +59,9 @@ public:
   virtual AcquireAttempt acquire(const LockRequest& request,
                                  const WaiterEntry& entry) = 0;
 
-  // Looks at the lock without taking it: `acquired` is true when it is
-  // free, else the holder and retry hint are set as by acquire().
-  virtual AcquireAttempt peek(std::string_view name) = 0;
+  // Looks at the lock without taking it: free, or its holder and retry
+  // hint as acquire() would say them.
+  virtual PeekResult peek(std::string_view name) = 0;
 
   // Returns the lease left in ms: -2 when the lock is free, -1 for a lease
   // without expiry. The cheapest look, for a waiter deciding to sleep on.

@@ -1,3 +1,4 @@
+#include <rlock/lock/describe.hpp>
 #include <rlock/lock/waiter.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
@@ -48,46 +49,6 @@ ordinal(std::int64_t n) {
 
 } // namespace
 
-namespace {
-
-std::string
-held_by(bool shared,
-        const std::string& holder,
-        const std::string& command,
-        std::int64_t holders) {
-  std::string text = shared ? "held shared by " : "held by ";
-  text += printable(holder);
-  if (!command.empty()) {
-    text += " (" + printable(command) + ")";
-  }
-  if (holders > 1) {
-    text += " and " + std::to_string(holders - 1) + " more";
-  }
-  return text;
-}
-
-} // namespace
-
-std::string
-held_by_text(const AcquireAttempt& attempt, bool with_command) {
-  return held_by(attempt.shared_holders,
-                 attempt.holder,
-                 with_command ? attempt.command : std::string(),
-                 attempt.holders);
-}
-
-std::string
-held_by_text(const BrokenLock& broken) {
-  return held_by(broken.shared, broken.holder, broken.command, broken.holders);
-}
-
-std::string
-queued_first_text(const AcquireAttempt& attempt, bool shared_request) {
-  return shared_request && attempt.shared_holders
-             ? "; a waiter queued earlier goes first"
-             : "";
-}
-
 Duration
 safety_span(std::int64_t holder_ttl_ms, Duration own_ttl) {
   const Duration holder_ttl =
@@ -97,9 +58,23 @@ safety_span(std::int64_t holder_ttl_ms, Duration own_ttl) {
 
 namespace {
 
+// How a Waiter's wait ended, with its last answer: an AcquireAttempt when it
+// waits to take the lock, a PeekResult when it waits for the lock to be free.
+template <class Answer>
+struct Ending {
+  using Kind = WaitOutcome::Kind; // `acquired`: the answer is not Busy
+  Kind kind = Kind::timed_out;
+  Answer attempt;
+  int signal = 0;
+  bool uncertain = false;
+};
+
+template <class Answer>
 class Waiter {
 public:
-  Waiter(std::function<AcquireAttempt(bool waited)> attempt,
+  using Outcome = Ending<Answer>;
+
+  Waiter(std::function<Answer(bool waited)> attempt,
          std::function<std::int64_t()> remaining,
          std::function<std::unique_ptr<Wakeups>()> watch,
          LockStore& store,
@@ -118,7 +93,7 @@ public:
     }
   }
 
-  WaitOutcome run();
+  Outcome run();
 
 private:
   struct Delay {
@@ -128,18 +103,17 @@ private:
 
   BootTime now() const;
   int sleep(int fd, Duration timeout);
-  std::optional<WaitOutcome> wait(WaitOutcome& outcome, bool& ask);
-  std::optional<WaitOutcome> recover(const redis::Failure& error,
-                                     WaitOutcome& outcome);
-  std::optional<Delay> next_delay(const AcquireAttempt& attempt);
-  void report(const AcquireAttempt& attempt);
+  std::optional<Outcome> wait(Outcome& outcome, bool& ask);
+  std::optional<Outcome> recover(const redis::Failure& error, Outcome& outcome);
+  std::optional<Delay> next_delay(const Busy& busy);
+  void report(const Busy& busy);
   void subscribe();
   bool listen();
   int take_wakeups();
   void drop_broken_source(const redis::Failure& failure);
   void give_up();
 
-  std::function<AcquireAttempt(bool waited)> m_attempt;
+  std::function<Answer(bool waited)> m_attempt;
   std::function<std::int64_t()> m_remaining; // the lock's PTTL
   std::function<std::unique_ptr<Wakeups>()> m_watch;
   LockStore& m_store;
@@ -156,13 +130,15 @@ private:
   bool m_slept = false;
 };
 
+template <class Answer>
 BootTime
-Waiter::now() const {
+Waiter<Answer>::now() const {
   return m_hooks.now ? m_hooks.now() : boot_now();
 }
 
+template <class Answer>
 int
-Waiter::sleep(int fd, Duration timeout) {
+Waiter<Answer>::sleep(int fd, Duration timeout) {
   if (!m_slept && m_hooks.before_first_sleep) {
     m_hooks.before_first_sleep();
   }
@@ -170,9 +146,10 @@ Waiter::sleep(int fd, Duration timeout) {
   return m_hooks.sleep(fd, timeout);
 }
 
-WaitOutcome
-Waiter::run() {
-  WaitOutcome outcome;
+template <class Answer>
+typename Waiter<Answer>::Outcome
+Waiter<Answer>::run() {
+  Outcome outcome;
   try {
     outcome.attempt = m_attempt(false);
   } catch (const redis::Failure& error) {
@@ -185,14 +162,15 @@ Waiter::run() {
       return *end;
     }
   }
-  if (outcome.attempt.acquired) {
-    outcome.kind = WaitOutcome::Kind::acquired;
+  const auto* busy = std::get_if<Busy>(&outcome.attempt);
+  if (!busy) {
+    outcome.kind = Outcome::Kind::acquired;
     return outcome;
   }
-  if (m_options.nonblock || outcome.attempt.limit_conflict) {
+  if (m_options.nonblock || busy->limit_conflict) {
     return outcome;
   }
-  m_queued = outcome.attempt.place > 0;
+  m_queued = busy->place > 0;
   // Subscribed first, then asked again: a release between the first attempt
   // and the subscription is seen by the second attempt, any later one by a
   // message. Uncontended runs never pay for the subscription.
@@ -217,25 +195,29 @@ Waiter::run() {
 // One round of waiting: asks for the lock when `ask`, sleeps until a
 // message or a reason to look again, and decides whether to ask next time.
 // Returns the outcome when the wait is over.
-std::optional<WaitOutcome>
-Waiter::wait(WaitOutcome& outcome, bool& ask) {
+template <class Answer>
+std::optional<typename Waiter<Answer>::Outcome>
+Waiter<Answer>::wait(Outcome& outcome, bool& ask) {
   if (!m_wakeups) {
     subscribe();
   }
   if (ask) {
     outcome.attempt = m_attempt(m_slept);
-    if (outcome.attempt.acquired) {
-      outcome.kind = WaitOutcome::Kind::acquired;
+    const auto* busy = std::get_if<Busy>(&outcome.attempt);
+    if (!busy) {
+      outcome.kind = Outcome::Kind::acquired;
       return outcome;
     }
-    if (outcome.attempt.limit_conflict) {
+    if (busy->limit_conflict) {
       give_up();
       return outcome;
     }
-    m_queued = m_queued || outcome.attempt.place > 0;
-    report(outcome.attempt);
+    m_queued = m_queued || busy->place > 0;
+    report(*busy);
   }
-  const auto next = next_delay(outcome.attempt);
+  // Not won, or we would have returned: the last answer says who holds it.
+  Busy& busy = std::get<Busy>(outcome.attempt);
+  const auto next = next_delay(busy);
   if (!next) {
     give_up();
     return outcome;
@@ -246,7 +228,7 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
   }
   if (const int signal = sleep(m_wakeups->fd(), next->delay)) {
     give_up();
-    outcome.kind = WaitOutcome::Kind::interrupted;
+    outcome.kind = Outcome::Kind::interrupted;
     outcome.signal = signal;
     return outcome;
   }
@@ -266,9 +248,9 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
     const auto pttl = m_remaining();
     // More left than the holder we know of could have: someone else holds
     // it now. A full attempt learns who, and how long its lease is.
-    const auto known_ttl = outcome.attempt.holder_ttl_ms;
+    const auto known_ttl = busy.holder_ttl_ms;
     ask = pttl <= 0 || (known_ttl > 0 && pttl > known_ttl);
-    outcome.attempt.retry_ms = pttl;
+    busy.retry_ms = pttl;
   }
   return std::nullopt;
 }
@@ -276,8 +258,9 @@ Waiter::wait(WaitOutcome& outcome, bool& ask) {
 // Redis failed while we waited: connects again, backing off, until it
 // works (nothing: go on waiting), the deadline passes (the error goes on)
 // or a signal comes (the outcome says so).
-std::optional<WaitOutcome>
-Waiter::recover(const redis::Failure& error, WaitOutcome& outcome) {
+template <class Answer>
+std::optional<typename Waiter<Answer>::Outcome>
+Waiter<Answer>::recover(const redis::Failure& error, Outcome& outcome) {
   log::warning(std::string(error.what()) + "; still waiting, reconnecting");
   outcome.uncertain = true;
   m_wakeups.reset();
@@ -295,7 +278,7 @@ Waiter::recover(const redis::Failure& error, WaitOutcome& outcome) {
       delay = std::min(delay, left);
     }
     if (const int signal = sleep(-1, delay)) {
-      outcome.kind = WaitOutcome::Kind::interrupted;
+      outcome.kind = Outcome::Kind::interrupted;
       outcome.signal = signal;
       return outcome;
     }
@@ -317,8 +300,9 @@ Waiter::recover(const redis::Failure& error, WaitOutcome& outcome) {
 
 // Empties the wake-ups and returns how many there were. A source that broke
 // counts as a wake-up, since one may have been lost meanwhile.
+template <class Answer>
 int
-Waiter::take_wakeups() {
+Waiter<Answer>::take_wakeups() {
   try {
     return m_wakeups->take();
   } catch (const redis::Failure& e) {
@@ -328,8 +312,9 @@ Waiter::take_wakeups() {
 }
 
 // Listens for the next wake-up before a sleep; false when the source broke.
+template <class Answer>
 bool
-Waiter::listen() {
+Waiter<Answer>::listen() {
   try {
     m_wakeups->listen();
     return true;
@@ -342,8 +327,9 @@ Waiter::listen() {
 // Drops a wake-up source that broke in a way that may pass: the next round
 // watches again, where a failure is recovered from like any other. Any
 // other failure ends the wait.
+template <class Answer>
 void
-Waiter::drop_broken_source(const redis::Failure& failure) {
+Waiter<Answer>::drop_broken_source(const redis::Failure& failure) {
   if (!redis::may_pass(failure)) {
     throw failure;
   }
@@ -351,25 +337,27 @@ Waiter::drop_broken_source(const redis::Failure& failure) {
   m_wakeups.reset();
 }
 
+template <class Answer>
 void
-Waiter::subscribe() {
+Waiter<Answer>::subscribe() {
   m_wakeups = m_watch();
 }
 
 // How long to sleep before looking again, unless a message comes first, and
 // whether only the safety net chose it; nothing when the deadline has passed.
-std::optional<Waiter::Delay>
-Waiter::next_delay(const AcquireAttempt& attempt) {
-  Delay next{jittered(safety_span(attempt.holder_ttl_ms, m_ttl)), true};
+template <class Answer>
+std::optional<typename Waiter<Answer>::Delay>
+Waiter<Answer>::next_delay(const Busy& busy) {
+  Delay next{jittered(safety_span(busy.holder_ttl_ms, m_ttl)), true};
   auto bound = [&next](Duration other) {
     if (other < next.delay) {
       next = Delay{other, false};
     }
   };
-  if (attempt.retry_ms >= 0) {
-    bound(from_milliseconds(attempt.retry_ms) + k_expiry_slack);
+  if (busy.retry_ms >= 0) {
+    bound(from_milliseconds(busy.retry_ms) + k_expiry_slack);
   }
-  if (m_options.fair || attempt.place > 0) {
+  if (m_options.fair || busy.place > 0) {
     // The place in the queue, refreshed in [4/5, 1] of the interval:
     // jittered, like the safety net.
     bound(k_queue_refresh
@@ -388,39 +376,40 @@ Waiter::next_delay(const AcquireAttempt& attempt) {
 
 // Says whom we wait for, since when, and our place in line: once, and again
 // when the holder or the place changes.
+template <class Answer>
 void
-Waiter::report(const AcquireAttempt& attempt) {
-  if (!attempt.held_back.empty()) {
+Waiter<Answer>::report(const Busy& busy) {
+  if (!busy.held_back.empty()) {
     // The `busy` event went out already; the line only once.
     if (m_last_report != "held back") {
       m_last_report = "held back";
-      log::info("waiting for " + quote(m_name) + ": " + attempt.held_back);
+      log::info("waiting for " + quote(m_name) + ": " + busy.held_back);
     }
     return;
   }
-  const std::string who = held_by_text(attempt, true);
-  const std::string key = who + "/" + std::to_string(attempt.place);
+  const std::string who = held_by_text(busy, true);
+  const std::string key = who + "/" + std::to_string(busy.place);
   if (key == m_last_report) {
     return;
   }
   m_last_report = key;
   std::string text = "waiting for " + quote(m_name) + " " + who;
-  if (attempt.held_ms > 0) {
-    text += ", " + format_duration(from_milliseconds(attempt.held_ms));
+  if (busy.held_ms > 0) {
+    text += ", " + format_duration(from_milliseconds(busy.held_ms));
   }
-  text += queued_first_text(attempt, m_shared);
-  if (attempt.place > 0) {
-    text += "; " + ordinal(attempt.place) + " in line";
+  text += queued_first_text(busy, m_shared);
+  if (busy.place > 0) {
+    text += "; " + ordinal(busy.place) + " in line";
   }
   log::info(text);
   events::emit("waiting",
                m_name,
-               {{"holder", attempt.holder},
-                {"command", attempt.command},
-                {"held_ms", attempt.held_ms},
-                {"place", attempt.place},
-                {"shared", attempt.shared_holders},
-                {"holders", attempt.holders}});
+               {{"holder", busy.holder},
+                {"command", busy.command},
+                {"held_ms", busy.held_ms},
+                {"place", busy.place},
+                {"shared", busy.shared_holders},
+                {"holders", busy.holders}});
 }
 
 // Gives up the wait. First it stops listening: until the server has seen
@@ -430,8 +419,9 @@ Waiter::report(const AcquireAttempt& attempt) {
 // waiter (leave.lua), since one may have come here between the last look and
 // the close. Every waiter leaves, queued or not: outside the queue it listens
 // on the shared wake-up list, where that wake-up was meant for another.
+template <class Answer>
 void
-Waiter::give_up() {
+Waiter<Answer>::give_up() {
   m_wakeups.reset();
   if (!m_leave) {
     return;
@@ -482,37 +472,47 @@ wait_for_lock(LockStore& store,
   if (request.limit == 0) {
     remaining = [&] { return store.lease_remaining_ms(request.name); };
   }
-  return Waiter(
-             attempt,
-             remaining,
-             [&] { return store.watch(request.name, request.token); },
-             store,
-             request.name,
-             request.ttl,
-             options,
-             hooks,
-             leave,
-             request.limit == k_shared_limit)
-      .run();
+  const auto ending =
+      Waiter<AcquireAttempt>(
+          attempt,
+          remaining,
+          [&] { return store.watch(request.name, request.token); },
+          store,
+          request.name,
+          request.ttl,
+          options,
+          hooks,
+          leave,
+          request.limit == k_shared_limit)
+          .run();
+  return WaitOutcome{
+      ending.kind, ending.attempt, ending.signal, ending.uncertain};
 }
 
-WaitOutcome
+FreeWaitOutcome
 wait_until_free(LockStore& store,
                 const std::string& name,
                 const WaitOptions& options,
                 const WaitHooks& hooks) {
   // Every release matters, and it takes nothing: it may not take a
   // wake-up meant for a waiter.
-  return Waiter([&](bool) { return store.peek(name); },
-                [&] { return store.lease_remaining_ms(name); },
-                [&] { return store.watch_releases(name); },
-                store,
-                name,
-                std::chrono::seconds(30),
-                options,
-                hooks,
-                nullptr)
-      .run();
+  const auto ending =
+      Waiter<PeekResult>([&](bool) { return store.peek(name); },
+                         [&] { return store.lease_remaining_ms(name); },
+                         [&] { return store.watch_releases(name); },
+                         store,
+                         name,
+                         std::chrono::seconds(30),
+                         options,
+                         hooks,
+                         nullptr)
+          .run();
+  using Kind = FreeWaitOutcome::Kind;
+  const Kind kind = ending.kind == WaitOutcome::Kind::acquired ? Kind::free
+                    : ending.kind == WaitOutcome::Kind::interrupted
+                        ? Kind::interrupted
+                        : Kind::timed_out;
+  return FreeWaitOutcome{kind, ending.attempt, ending.signal};
 }
 
 } // namespace rlock::lock

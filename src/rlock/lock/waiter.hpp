@@ -17,21 +17,6 @@ inline constexpr Duration k_queue_entry_ttl = std::chrono::seconds(10);
 // waiter sleeps a random time in [span/2, span] for a lost wake-up message.
 Duration safety_span(std::int64_t holder_ttl_ms, Duration own_ttl);
 
-// Says who holds the lock an attempt did not get: "held by user@host:pid",
-// with its command in parentheses when `with_command`; for a semaphore or a
-// shared lock "held [shared] by ... and 2 more" (the holder whose lease ends
-// first).
-std::string held_by_text(const AcquireAttempt& attempt, bool with_command);
-
-// The same for the holders of a lock that was broken (release --force).
-std::string held_by_text(const BrokenLock& broken);
-
-// For a `shared_request` that shared holders kept out, the reason is a
-// waiter queued earlier (a plain one, writers first): "; a waiter queued
-// earlier goes first". "" otherwise.
-std::string queued_first_text(const AcquireAttempt& attempt,
-                              bool shared_request);
-
 struct WaitOptions {
   bool nonblock = false;           // -n, or -w 0
   std::optional<Duration> timeout; // -w; none: wait forever
@@ -51,13 +36,14 @@ struct WaitHooks {
 };
 
 struct WaitOutcome {
-  // A lock held under another limit (attempt.limit_conflict) ends the wait
-  // at once, as timed_out.
+  // A lock held under another limit (Busy::limit_conflict) ends the wait at
+  // once, as timed_out.
   enum class Kind { acquired, timed_out, interrupted };
 
   Kind kind = Kind::timed_out;
-  AcquireAttempt attempt; // the last attempt; the winning one when acquired
-  int signal = 0;         // when interrupted
+  // The last attempt: Granted when acquired, else Busy (who holds it).
+  AcquireAttempt attempt;
+  int signal = 0; // when interrupted
   // An attempt failed on the way: its acquire may have run on the server
   // with the reply lost, so the lock may be ours unless we acquired.
   bool uncertain = false;
@@ -76,11 +62,20 @@ WaitOutcome wait_for_lock(LockStore& store,
                           const WaitOptions& options,
                           const WaitHooks& hooks);
 
+// How a wait for a lock to be free ended.
+struct FreeWaitOutcome {
+  enum class Kind { free, timed_out, interrupted };
+
+  Kind kind = Kind::timed_out;
+  PeekResult look; // the last look: Free when free, else who holds it
+  int signal = 0;  // when interrupted
+};
+
 // Waits, as wait_for_lock() does, until lock `name` is free, without taking
-// it (rlock wait): `acquired` in the outcome means "seen free".
-WaitOutcome wait_until_free(LockStore& store,
-                            const std::string& name,
-                            const WaitOptions& options,
-                            const WaitHooks& hooks);
+// it (rlock wait).
+FreeWaitOutcome wait_until_free(LockStore& store,
+                                const std::string& name,
+                                const WaitOptions& options,
+                                const WaitHooks& hooks);
 
 } // namespace rlock::lock
