@@ -25,7 +25,10 @@
 #   make check-format / make format
 #   make lint         shellcheck on every shell file; the layering rules
 #                     (tests/lint/layers.py, ARCHITECTURE.md), after a test
-#                     that each rule catches a planted violation
+#                     that each rule catches a planted violation; the Lua
+#                     scripts compiled with Lua 5.4 and free of 5.1-only
+#                     calls such as a bare unpack (tests/lint/lua.sh), after
+#                     its own planted-violation test
 #   make install PREFIX=/usr/local DESTDIR=
 
 BUILD_DIR ?= build
@@ -50,7 +53,7 @@ TEST_PACKAGES = $(BUILD_PACKAGES) redis-server redis-tools redis-sentinel bats z
   fish iproute2 bash-completion tmux
 DEB_PACKAGES = $(BUILD_PACKAGES) dpkg-dev
 VERSION := $(shell sed -nE 's/^project.rlock VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
-CI_PACKAGES = clang clang-format shellcheck mandoc
+CI_PACKAGES = clang clang-format shellcheck mandoc lua5.4
 
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
 SHELL_FILES = $(shell tests/lint/shell-files)
@@ -122,8 +125,10 @@ format:
 	clang-format -i $(SOURCES)
 
 lint:
-	@packaging/install-deps shellcheck mandoc scdoc
+	@packaging/install-deps shellcheck mandoc scdoc lua5.4
 	shellcheck -s bash $(SHELL_FILES)
+	tests/lint/lua.sh --self-test
+	tests/lint/lua.sh
 	tests/lint/test_layers.sh
 	python3 tests/lint/layers.py src
 	scdoc < man/rlock.1.scd > $(BUILD_DIR)/rlock.1.lint
