@@ -22,9 +22,14 @@ Seen
 fair_attempt(redis::Connection& c,
              const lock::LockKeys& keys,
              const std::string& token,
-             Duration queue_ttl = 10s) {
-  return seen(lock::try_acquire(
-      c, keys, token, 30s, k_test_holder, lock::WaiterEntry{queue_ttl}));
+             Duration queue_ttl = 10s,
+             bool waited = false) {
+  return seen(lock::try_acquire(c,
+                                keys,
+                                token,
+                                30s,
+                                k_test_holder,
+                                lock::WaiterEntry{queue_ttl, {}, waited}));
 }
 
 // A waiter's attempt outside --fair (one that will wait).
@@ -54,9 +59,10 @@ wakeups_within(redis::WakeList& list, std::chrono::milliseconds wait) {
   return list.take();
 }
 
+// A waiter's wake-up connection, blocking on the lock's one wake-up list.
 redis::WakeList
-wake_list(const std::vector<std::string>& lists) {
-  return redis::WakeList::open(test_endpoint(), {}, lists);
+wake_list(const lock::LockKeys& keys) {
+  return redis::WakeList::open(test_endpoint(), {}, {keys.wake_list()});
 }
 
 } // namespace
@@ -101,8 +107,8 @@ TEST_CASE("a waiter that stops refreshing leaves the queue by itself") {
 TEST_CASE("a release wakes the queue's head, or one waiter outside it") {
   auto c = redis::Connection::open(test_endpoint(), {});
   const auto keys = fresh_keys("q", "queue-test:");
-  auto head = wake_list({keys.wake_list("head"), keys.wake_list()});
-  auto second = wake_list({keys.wake_list("second"), keys.wake_list()});
+  auto head = wake_list(keys);
+  auto second = wake_list(keys);
   auto released =
       redis::Subscription::open(test_endpoint(), {}, {keys.released_channel()});
   REQUIRE(fair_attempt(c, keys, "holder").acquired);
@@ -118,8 +124,8 @@ TEST_CASE("a release wakes the queue's head, or one waiter outside it") {
   // blocks for yet waits for the first that does, and a second release
   // does not pile another on it.
   const auto plain = fresh_keys("q", "queue-test:");
-  auto first = wake_list({plain.wake_list("first"), plain.wake_list()});
-  auto other = wake_list({plain.wake_list("other"), plain.wake_list()});
+  auto first = wake_list(plain);
+  auto other = wake_list(plain);
   for (int i = 0; i < 2; ++i) {
     REQUIRE(seen(lock::try_acquire(c, plain, "holder", 30s, k_test_holder))
                 .acquired);
@@ -137,21 +143,53 @@ TEST_CASE("a release wakes the queue's head, or one waiter outside it") {
   CHECK(wakeups_within(first, 100ms) == 0);
 }
 
-TEST_CASE("a queued waiter that gets in or leaves takes its wake-up list") {
+TEST_CASE("a waiter that takes the head's wake-up passes it on, once") {
   auto c = redis::Connection::open(test_endpoint(), {});
   const auto keys = fresh_keys("q", "queue-test:");
+  auto second = wake_list(keys);
   REQUIRE(fair_attempt(c, keys, "holder").acquired);
   fair_attempt(c, keys, "head");
-  fair_attempt(c, keys, "quitter");
+  fair_attempt(c, keys, "second");
+  // The second blocks first: the server hands it the head's wake-up.
+  second.listen();
+  auto head = wake_list(keys);
+  head.listen();
   REQUIRE(lock::release(c, keys, "holder"));
-  REQUIRE(c.command({"LLEN", keys.wake_list("head")}).integer == 1);
-  // In without taking it (its timer woke it first): the list goes.
-  REQUIRE(fair_attempt(c, keys, "head").acquired);
-  CHECK(c.command({"EXISTS", keys.wake_list("head")}).integer == 0);
+  REQUIRE(wakeups_within(second, 1s) == 1);
+  CHECK(wakeups_within(head, 100ms) == 0);
+  // Its look after the wait finds the lock free for the head: it passes the
+  // wake-up on, to the head, which blocks.
+  CHECK_FALSE(fair_attempt(c, keys, "second", 10s, true).acquired);
+  CHECK(wakeups_within(head, 1s) == 1);
+  // It passes this wake-up on once only.
+  CHECK_FALSE(fair_attempt(c, keys, "second", 10s, true).acquired);
+  CHECK(c.command({"EXISTS", keys.wake_list()}).integer == 0);
+  // The head gets in; the record of who passed it on goes.
+  REQUIRE(fair_attempt(c, keys, "head", 10s, true).acquired);
+  CHECK(c.command({"EXISTS", keys.wake_passed()}).integer == 0);
   REQUIRE(lock::release(c, keys, "head"));
-  REQUIRE(c.command({"LLEN", keys.wake_list("quitter")}).integer == 1);
-  lock::leave_queue(c, keys, "quitter");
-  CHECK(c.command({"EXISTS", keys.wake_list("quitter")}).integer == 0);
+  CHECK(wakeups_within(second, 1s) == 1);
+  REQUIRE(fair_attempt(c, keys, "second", 10s, true).acquired);
+}
+
+TEST_CASE("a wake-up passed on while the head does not block goes round once") {
+  auto c = redis::Connection::open(test_endpoint(), {});
+  const auto keys = fresh_keys("q", "queue-test:");
+  auto second = wake_list(keys);
+  REQUIRE(fair_attempt(c, keys, "holder").acquired);
+  fair_attempt(c, keys, "head");
+  fair_attempt(c, keys, "second");
+  // The head is stopped: only the second blocks.
+  REQUIRE(lock::release(c, keys, "holder"));
+  REQUIRE(wakeups_within(second, 1s) == 1);
+  CHECK_FALSE(fair_attempt(c, keys, "second", 10s, true).acquired);
+  // The wake-up it passed on comes back to it, and it keeps it: no loop
+  // between the waiters and the server while the head sleeps.
+  REQUIRE(wakeups_within(second, 1s) == 1);
+  CHECK_FALSE(fair_attempt(c, keys, "second", 10s, true).acquired);
+  CHECK(wakeups_within(second, 100ms) == 0);
+  // The head's own look lets it in.
+  CHECK(fair_attempt(c, keys, "head", 10s, true).acquired);
 }
 
 TEST_CASE("a lock nobody waited for wakes nobody and leaves no list") {
@@ -171,10 +209,10 @@ TEST_CASE("a lock nobody waited for wakes nobody and leaves no list") {
 TEST_CASE("a waiter that is gone takes no wake-up") {
   auto c = redis::Connection::open(test_endpoint(), {});
   const auto keys = fresh_keys("q", "queue-test:");
-  auto living = wake_list({keys.wake_list("living"), keys.wake_list()});
+  auto living = wake_list(keys);
   {
     // Blocks first, so that the server would hand it the wake-up.
-    auto gone = wake_list({keys.wake_list("gone"), keys.wake_list()});
+    auto gone = wake_list(keys);
     gone.listen();
     REQUIRE(wakeups_within(gone, 50ms) == 0);
   }
@@ -189,12 +227,18 @@ TEST_CASE("a waiter that is gone takes no wake-up") {
 TEST_CASE("a head that gives up hands the wake-up to the next waiter") {
   auto c = redis::Connection::open(test_endpoint(), {});
   const auto keys = fresh_keys("q", "queue-test:");
-  auto next = wake_list({keys.wake_list("next"), keys.wake_list()});
+  auto quitter = wake_list(keys);
+  auto next = wake_list(keys);
   REQUIRE(fair_attempt(c, keys, "holder").acquired);
   fair_attempt(c, keys, "quitter");
   fair_attempt(c, keys, "next");
+  // The head blocks first and takes the release's wake-up.
+  quitter.listen();
+  next.listen();
   REQUIRE(lock::release(c, keys, "holder"));
+  REQUIRE(wakeups_within(quitter, 1s) == 1);
   CHECK(wakeups_within(next, 100ms) == 0);
+  // It gives up without a look.
   lock::leave_queue(c, keys, "quitter");
   CHECK(wakeups_within(next, 1s) == 1);
   CHECK(fair_attempt(c, keys, "next").acquired);

@@ -607,7 +607,7 @@ TEST_CASE("cluster_safe_tag: every key of a lock shares one slot",
     }
     CHECK(key_slot(keys.released_channel()) == slot);
     CHECK(key_slot(keys.wake_list()) == slot);
-    CHECK(key_slot(keys.wake_list("token")) == slot);
+    CHECK(key_slot(keys.wake_passed()) == slot);
   }
   // Without the tag, a name that starts with '}' splits its keys.
   const auto raw = rlock::lock::keys_for("rlock:", "}x");

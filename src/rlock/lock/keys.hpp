@@ -28,14 +28,16 @@ struct LockKeys {
   // <prefix>{NAME}:holders: a semaphore's holders, each token scored by the
   // end of its lease (server time, ms)
   std::string holders;
-  // <prefix>{NAME}: the start of the wake-up lists' and the release
-  // channel's names
+  // <prefix>{NAME}: the start of the wake-up list's, its passers' and the
+  // release channel's names
   std::string wake_prefix;
 
-  // Returns the keys every lock script takes, in order.
+  // Returns the keys every lock script takes, in order: a script touches no
+  // other key.
   std::vector<std::string>
   script_keys() const {
-    return {lock, fence, queue, alive, once, holders};
+    return {
+        lock, fence, queue, alive, once, holders, wake_list(), wake_passed()};
   }
 
   // Returns the channel on which every release is announced (rlock wait).
@@ -44,18 +46,18 @@ struct LockKeys {
     return wake_prefix + "released";
   }
 
-  // Returns the list onto which a release pushes one wake-up for the
-  // waiters outside the queue: one of them takes it (BLPOP).
+  // Returns the list on which every waiter blocks (BLPOP) and onto which a
+  // release pushes one wake-up: one waiter takes it, and passes it on when
+  // it was the queue's head's.
   std::string
   wake_list() const {
     return wake_prefix + "wake";
   }
 
-  // Returns the list onto which a release pushes the wake-up of the queue's
-  // head `token`.
+  // Returns the set of the waiters that passed the current wake-up on.
   std::string
-  wake_list(const std::string& token) const {
-    return wake_prefix + "wake:" + token;
+  wake_passed() const {
+    return wake_prefix + "wake:passed";
   }
 };
 

@@ -515,13 +515,12 @@ RedisStore::deployment_state() {
 }
 
 std::unique_ptr<Wakeups>
-RedisStore::watch(std::string_view name, const std::string& token) {
+RedisStore::watch(std::string_view name, const std::string& /*token*/) {
+  // Every waiter of NAME blocks on the one list (see prelude.lua).
   const auto lock_keys = keys(name);
   const auto options = bounded_options();
-  return std::make_unique<ListWakeups>(redis::WakeList::open(
-      locate(options),
-      options,
-      {lock_keys.wake_list(token), lock_keys.wake_list()}));
+  return std::make_unique<ListWakeups>(
+      redis::WakeList::open(locate(options), options, {lock_keys.wake_list()}));
 }
 
 std::unique_ptr<Wakeups>

@@ -175,12 +175,12 @@ if limit ~= 0 and not held and (head == nil or head == token or nested) then
   -- plain one finds it held and keeps its place). A release wakes one
   -- waiter, so each that gets in passes the wake-up on.
   if shared or holders + 1 < limit then
-    local next_head = live_head()
-    if next_head then
-      wake(wake_prefix .. 'wake:' .. next_head)
-    elseif waiters_outside() then
-      wake(wake_prefix .. 'wake')
+    if live_head() or waiters_outside() then
+      wake()
     end
+  elseif waited then
+    -- The wake-up reached a waiter that took it: nobody passes it on now.
+    redis.pcall('DEL', KEYS[8])
   end
   if shared then
     return {1, fence}
@@ -195,6 +195,8 @@ if limit == 0 and not held and (head == nil or head == token) then
     'acquired_ms', string.format('%d', now_ms), 'renewals', 0)
   if waited then
     mark_waiters()
+    -- The wake-up reached a waiter that took it: nobody passes it on now.
+    redis.pcall('DEL', KEYS[8])
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   clear_stale_semaphore()
@@ -237,5 +239,10 @@ if held_limit == k_shared then
   local reply = held_reply(place)
   reply[2] = math.min(reply[2], head_expiry - now_ms)
   return reply
+end
+-- Free for the queue's head, not for this waiter: a wake-up it took was
+-- the head's (see pass_wakeup() in prelude.lua).
+if waited then
+  pass_wakeup(token)
 end
 return {0, head_expiry - now_ms, 'the next waiter in the queue', '', place, 0, 0}

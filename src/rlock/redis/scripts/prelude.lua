@@ -8,7 +8,14 @@
 --   KEYS[5]  --once-per: the number of the last slot with a successful run
 --   KEYS[6]  a semaphore's holders: zset of token -> lease expiry (ms,
 --            server time); see "Semaphores" below
--- (a script may be given only the first few it uses).
+--   KEYS[7]  the wake-up list: every waiter blocks on it in BLPOP, and a
+--            release pushes one wake-up (see wake() below)
+--   KEYS[8]  the waiters that passed the current wake-up on: a set of
+--            tokens (see pass_wakeup() below)
+-- (a script may be given only the first few it uses). A script touches no
+-- other key: servers that check (Dragonfly, Kvrocks' strict mode, cloud
+-- proxies) refuse a key that is not in KEYS. The release channel is a
+-- channel, not a key.
 if redis.replicate_commands then
   pcall(redis.replicate_commands)
 end
@@ -16,9 +23,13 @@ local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 
--- The start of the wake-up lists' and the release channel's names,
--- "<prefix>{NAME}:".
-local wake_prefix = KEYS[1] .. ':'
+-- The release channel, "<prefix>{NAME}:released": rlock wait hears every
+-- release there.
+local released_channel = KEYS[1] .. ':released'
+
+-- Lua 5.1 has unpack, Lua 5.2 and later (Dragonfly runs 5.4) table.unpack
+-- only. make lint refuses a bare call of unpack.
+local unpack_list = table.unpack or unpack
 
 -- How long the fence key outlives the moment the server's clock passes the
 -- fence it holds.
@@ -32,12 +43,9 @@ local function store_fence(fence)
     'PX', string.format('%d', keep_ms))
 end
 
--- Removes a waiter from the queue, and a wake-up it did not take (its own
--- list, "<prefix>{NAME}:wake:<token>", which only a queued waiter gets).
+-- Removes a waiter from the queue.
 local function leave_queue(token)
-  if redis.call('ZREM', KEYS[3], token) == 1 then
-    redis.pcall('DEL', wake_prefix .. 'wake:' .. token)
-  end
+  redis.call('ZREM', KEYS[3], token)
   redis.call('ZREM', KEYS[4], token)
 end
 
@@ -74,16 +82,37 @@ end
 -- How long a wake-up waits in its list for a waiter to take it.
 local wake_keep_ms = 10000
 
--- Wakes one waiter: pushes a wake-up onto `list`, where waiters block in
--- BLPOP, unless one waits there already. Redis hands it to one connection
--- still blocked (a killed waiter's is gone), or to the next that blocks.
--- Best effort (pcall): while a Cluster slot moves the list may live on the
--- other node, and the waiter's safety net then looks for it.
-local function wake(list)
-  if redis.pcall('LLEN', list) == 0 then
-    redis.pcall('RPUSH', list, 'free')
+-- Pushes one wake-up onto the wake-up list (KEYS[7]), where every waiter
+-- blocks in BLPOP, unless one waits there already. Redis hands it to one
+-- connection still blocked (a killed waiter's is gone), or to the next that
+-- blocks. Best effort (pcall): while a Cluster slot moves the list may live
+-- on the other node, and the waiter's safety net then looks for it.
+local function push_wakeup()
+  if redis.pcall('LLEN', KEYS[7]) == 0 then
+    redis.pcall('RPUSH', KEYS[7], 'free')
   end
-  redis.pcall('PEXPIRE', list, wake_keep_ms)
+  redis.pcall('PEXPIRE', KEYS[7], wake_keep_ms)
+end
+
+-- Wakes one waiter for a lock that came free: a new wake-up, which no
+-- waiter has passed on yet (KEYS[8]).
+local function wake()
+  redis.pcall('DEL', KEYS[8])
+  push_wakeup()
+end
+
+-- A waiter woken for a free lock that the queue's head, not it, may take
+-- passes the wake-up on: every waiter blocks on the one list, so the
+-- wake-up meant for the head may reach another first. Each waiter passes a
+-- wake-up on once (KEYS[8] records who did): the one that passed it does
+-- not block again before another waiter could take it, and a head that
+-- does not block (stopped) is left to its safety net instead of waiters
+-- handing it round in a loop.
+local function pass_wakeup(token)
+  if redis.pcall('SADD', KEYS[8], token) == 1 then
+    redis.pcall('PEXPIRE', KEYS[8], wake_keep_ms)
+    push_wakeup()
+  end
 end
 
 -- Marks the lock as one that waiters outside the queue wait for: a waiter
@@ -100,19 +129,18 @@ local function waiters_outside()
   return redis.call('HEXISTS', KEYS[1], 'waiting') == 1
 end
 
--- Wakes whoever may take the free lock now: the queue's head, or, when the
+-- Wakes whoever may take the free lock now: the queue's head (a waiter
+-- that takes its wake-up passes it on, see pass_wakeup()), or, when the
 -- queue is empty and `outside` (see waiters_outside(), read before the
 -- lock's hash went), one of the waiters outside it (no thundering herd);
 -- and tells `rlock wait` on the release channel.
 local function wake_next(outside)
   local head, _, dead = live_head()
   forget(dead)
-  if head then
-    wake(wake_prefix .. 'wake:' .. head)
-  elseif outside then
-    wake(wake_prefix .. 'wake')
+  if head or outside then
+    wake()
   end
-  redis.call('PUBLISH', wake_prefix .. 'released', 'free')
+  redis.call('PUBLISH', released_channel, 'free')
 end
 
 -- Semaphores: a lock with a limit of N holders. KEYS[1] then holds 'limit'
@@ -163,7 +191,7 @@ local function drop_holders(tokens)
     for i, field in ipairs(holder_fields) do
       fields[i] = token .. ':' .. field
     end
-    redis.call('HDEL', KEYS[1], unpack(fields))
+    redis.call('HDEL', KEYS[1], unpack_list(fields))
   end
   if redis.call('ZCARD', KEYS[6]) == 0 and limit_of_lock() then
     redis.call('DEL', KEYS[1])
