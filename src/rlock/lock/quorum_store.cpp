@@ -192,13 +192,16 @@ start_unknown_why(const redis::Reply& info) {
 } // namespace
 
 QuorumStore::QuorumStore(const Deployment& deployment)
-    : m_deployment(deployment) {
-  for (auto member : deployment.members) {
-    member.prefix = deployment.prefix;
-    member.connect = deployment.connect;
-    member.restart_grace = deployment.restart_grace;
+    : m_deployment(deployment),
+      m_quorum(std::get<Quorum>(deployment.topology).quorum) {
+  for (const auto& member : std::get<Quorum>(deployment.topology).members) {
+    // One server or a Sentinel master, with what all the servers share.
+    auto one = deployment;
+    one.topology = std::visit(
+        [](const auto& where) -> Topology { return where; }, member.where);
+    one.replicas = member.replicas;
     Member added;
-    added.store = std::make_unique<RedisStore>(member);
+    added.store = std::make_unique<RedisStore>(std::move(one));
     m_members.push_back(std::move(added));
   }
 }
@@ -306,8 +309,9 @@ QuorumStore::open_members(std::vector<Answer>& answers,
       answer.failure = member.last_failure;
       continue;
     }
-    const auto& described = m_deployment.members[answer.member];
-    if (described.sentinel) {
+    const auto& described =
+        std::get<Quorum>(m_deployment.topology).members[answer.member].where;
+    if (std::holds_alternative<Sentinel>(described)) {
       // The sentinels are asked where the master is, in turn: session().
       member.store->set_deadline(until);
       try {
@@ -319,7 +323,7 @@ QuorumStore::open_members(std::vector<Answer>& answers,
       member.store->set_deadline(m_deadline);
       continue;
     }
-    dials.push_back(redis::Dial{described.endpoint, {}, {}});
+    dials.push_back(redis::Dial{std::get<Single>(described).endpoint, {}, {}});
     dialled.push_back(&answer);
   }
   if (dials.empty()) {
@@ -361,7 +365,7 @@ QuorumStore::round(const std::vector<std::size_t>& members,
       std::count_if(members.begin(), members.end(), [this](std::size_t member) {
         return m_members[member].store->idle_fd() >= 0;
       });
-  const auto wanted = std::max<long>(m_deployment.quorum - connected, 0);
+  const auto wanted = std::max<long>(m_quorum - connected, 0);
   open_members(
       answers,
       per_server,
@@ -411,7 +415,7 @@ QuorumStore::round(const std::vector<std::size_t>& members,
   const BootTime start = boot_now();
   std::optional<redis::Enough> enough;
   if (quorum_suffices) {
-    enough = redis::Enough{static_cast<std::size_t>(m_deployment.quorum),
+    enough = redis::Enough{static_cast<std::size_t>(m_quorum),
                            start + std::min(per_server, k_longest_per_server)};
   }
   redis::exchange_all(exchanges,
@@ -490,8 +494,8 @@ QuorumStore::unreachable_text(const std::vector<Answer>& answers) const {
     }
   }
   return std::to_string(silent) + " of " + std::to_string(m_members.size())
-         + " servers unreachable, quorum " + std::to_string(m_deployment.quorum)
-         + " (" + text + ")";
+         + " servers unreachable, quorum " + std::to_string(m_quorum) + " ("
+         + text + ")";
 }
 
 std::string
@@ -518,7 +522,7 @@ QuorumStore::require_quorum(const std::vector<Answer>& answers,
                && answer.failure->failure_kind()
                       == redis::FailureKind::timed_out;
       });
-  if (answered(answers) + slow >= m_deployment.quorum) {
+  if (answered(answers) + slow >= m_quorum) {
     return;
   }
   bool timed_out = true;
@@ -556,15 +560,14 @@ QuorumStore::raise_fence(const std::vector<std::size_t>& members,
   const auto raised = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   // Every later quorum shares a server with these.
-  const auto needed =
-      static_cast<long>(m_members.size()) - m_deployment.quorum + 1;
+  const auto needed = static_cast<long>(m_members.size()) - m_quorum + 1;
   return raised >= needed;
 }
 
 AcquireAttempt
 QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
-  const int quorum = m_deployment.quorum;
+  const int quorum = m_quorum;
   const auto& grace = m_deployment.restart_grace;
   const BootTime sent = boot_now();
   const auto answers =
@@ -698,8 +701,7 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
   } else {
     result.holder = "no quorum (" + std::to_string(granted) + " of "
                     + std::to_string(m_members.size())
-                    + " servers granted it, quorum "
-                    + std::to_string(m_deployment.quorum)
+                    + " servers granted it, quorum " + std::to_string(m_quorum)
                     + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
   result.acquired = false;
@@ -712,7 +714,7 @@ QuorumStore::not_won(const std::vector<AcquireAttempt>& busy,
     held_ms.push_back(attempt.retry_ms);
   }
   const int not_held = static_cast<int>(m_members.size() - busy.size());
-  result.retry_ms = free_in_ms(held_ms, not_held, m_deployment.quorum);
+  result.retry_ms = free_in_ms(held_ms, not_held, m_quorum);
   if (result.retry_ms == 0) {
     // Enough servers are not held, but others asked at the same moment, or
     // some were slow: back off a little, at random, so that one of us wins
@@ -752,7 +754,7 @@ QuorumStore::peek(std::string_view name) {
       busy.push_back(std::move(attempt));
     }
   }
-  if (free >= m_deployment.quorum) {
+  if (free >= m_quorum) {
     AcquireAttempt open;
     open.acquired = true;
     open.sent = sent;
@@ -774,10 +776,10 @@ QuorumStore::lease_remaining_ms(std::string_view name) {
   // A server that did not say "held" may grant it: free as far as a waiter
   // deciding whether to look again can tell.
   const int not_held = static_cast<int>(m_members.size() - held_ms.size());
-  if (not_held >= m_deployment.quorum) {
+  if (not_held >= m_quorum) {
     return -2;
   }
-  return free_in_ms(held_ms, not_held, m_deployment.quorum);
+  return free_in_ms(held_ms, not_held, m_quorum);
 }
 
 Renewal
@@ -822,7 +824,7 @@ QuorumStore::renew(std::string_view name,
             ? quorum::RenewVote{Kind::held, renewal.remaining_before_ms}
             : quorum::RenewVote{Kind::not_held});
   }
-  const int quorum = m_deployment.quorum;
+  const int quorum = m_quorum;
   if (auto renewal = quorum::count_renewal(
           votes, static_cast<int>(holders.size()), quorum)) {
     renewal->clock_allowance = clock_allowance(ttl);
@@ -861,7 +863,7 @@ QuorumStore::release(std::string_view name, const std::string& token) {
         decode_yes_no(*answer.reply, "cannot release lock " + quote(name)) ? 1
                                                                            : 0;
   }
-  const int quorum = m_deployment.quorum;
+  const int quorum = m_quorum;
   if (released == 0 && silent >= quorum) {
     // Whether it was still held cannot be told.
     throw redis::Failure(redis::FailureKind::timed_out,
@@ -908,7 +910,7 @@ QuorumStore::check(std::string_view name, const std::string& token) {
       left_ms.push_back(*left == Duration::max() ? -1 : to_ms(*left));
     }
   }
-  const int quorum = m_deployment.quorum;
+  const int quorum = m_quorum;
   if (static_cast<int>(left_ms.size()) >= quorum) {
     const auto ms = quorum::quorum_remaining_ms(left_ms, quorum);
     return ms < 0 ? Duration::max() : Duration(milliseconds(ms));
@@ -985,7 +987,7 @@ QuorumStore::mark_slot_done(std::string_view name,
       all_members(), mark_slot_call(keys(name), number, keep), round_time());
   const auto marked = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
-  if (marked < static_cast<long>(m_members.size()) - m_deployment.quorum + 1) {
+  if (marked < static_cast<long>(m_members.size()) - m_quorum + 1) {
     throw redis::Failure(redis::FailureKind::timed_out,
                          "cannot record the current slot of " + quote(name)
                              + " on enough servers: " + failures_text(answers));
@@ -1027,7 +1029,7 @@ QuorumStore::merge_snapshots(std::vector<StatusSnapshot> snapshots,
                              const std::vector<std::string>& errors) const {
   StatusSnapshot merged;
   merged.servers = static_cast<int>(m_members.size());
-  merged.quorum = m_deployment.quorum;
+  merged.quorum = m_quorum;
   std::map<std::string, LockState> by_name;
   // Per name, per token: on how many servers, and one server's view.
   std::map<std::string, std::map<std::string, std::pair<int, LockState>>>
@@ -1070,7 +1072,7 @@ QuorumStore::merge_snapshots(std::vector<StatusSnapshot> snapshots,
       auto servers = std::move(state.servers);
       state = most->second;
       state.servers = std::move(servers);
-      state.quorum = most->first >= m_deployment.quorum;
+      state.quorum = most->first >= m_quorum;
     }
     merged.locks.push_back(std::move(state));
   }
@@ -1100,7 +1102,7 @@ QuorumStore::examine() {
 std::optional<DeploymentState>
 QuorumStore::deployment_state() {
   DeploymentState state;
-  state.quorum = m_deployment.quorum;
+  state.quorum = m_quorum;
   for (std::size_t i = 0; i < m_members.size(); ++i) {
     auto& store = *m_members[i].store;
     store.set_deadline(boot_now() + k_status_bound);
@@ -1171,7 +1173,7 @@ QuorumStore::connect() {
                               : m_deployment.connect.connect_timeout;
   open_members(answers,
                budget,
-               redis::Enough{static_cast<std::size_t>(m_deployment.quorum),
+               redis::Enough{static_cast<std::size_t>(m_quorum),
                              boot_now() + k_longest_per_server});
   for (auto& answer : answers) {
     if (!answer.failure) {
