@@ -127,6 +127,8 @@ struct RawOptions {
   WaitFreeRaw wait_free;
 };
 
+// Registering the options with CLI11 (cli/option_groups.cpp).
+
 // Adds an option whose absence differs from an empty value.
 CLI::Option* add_optional(CLI::App& app,
                           const std::string& names,
@@ -145,6 +147,9 @@ void add_step_name(CLI::App& app, std::string& name);
 // The "Locking" group's --token, for extend, release and check, into
 // `token`.
 void add_token_option(CLI::App& app, std::string& token);
+
+// Checking the values typed (cli/raw_options.cpp; the server settings are
+// cli/server.cpp's).
 
 // Returns the duration typed for `option`; zero only when `allow_zero`.
 Duration duration_of(const std::string& text,
