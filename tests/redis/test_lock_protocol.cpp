@@ -27,7 +27,7 @@ namespace {
 std::unique_ptr<lock::LockStore>
 test_store() {
   return lock::open_store(lock::Deployment{
-      test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}, {}, 0});
+      .topology = lock::Single{test_endpoint()}, .prefix = "test:"});
 }
 
 Seen
@@ -378,8 +378,8 @@ TEST_CASE("status reads held and free locks, and lists by prefix") {
 
 TEST_CASE("replicas that do not confirm within a short reply timeout: "
           "unconfirmed, not a connection timed out") {
-  lock::Deployment deployment{
-      test_endpoint(), std::nullopt, {}, "test:", {}, {}, {}, {}, 0};
+  lock::Deployment deployment{.topology = lock::Single{test_endpoint()},
+                              .prefix = "test:"};
   // WAIT gets 3/4 of the reply timeout (750ms), not the 5s asked; a
   // sanitizer build's slow replies still fit in the quarter left.
   deployment.connect.io_timeout = 1s;

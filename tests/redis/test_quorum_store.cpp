@@ -74,16 +74,14 @@ lock::QuorumStore
 quorum_store(const std::string& prefix,
              const std::string& login = "",
              Duration grace = Duration()) {
-  lock::Deployment deployment{
-      test_endpoint(login, 1), std::nullopt, {}, prefix, {}, {}, {}, {}, 2};
-  deployment.restart_grace = {grace, "--restart-grace"};
+  lock::Quorum quorum{.members = {}, .quorum = 2};
   for (const int db : {1, 2, 3}) {
-    auto member = deployment;
-    member.endpoint = test_endpoint(login, db);
-    member.quorum = 0;
-    deployment.members.push_back(member);
+    quorum.members.push_back({.where = lock::Single{test_endpoint(login, db)}});
   }
-  return lock::QuorumStore(deployment);
+  return lock::QuorumStore(
+      lock::Deployment{.topology = std::move(quorum),
+                       .prefix = prefix,
+                       .restart_grace = {grace, "--restart-grace"}});
 }
 
 std::string

@@ -476,7 +476,8 @@ TEST_CASE("parse_command_line: doctor") {
   const auto& options = std::get<DoctorOptions>(command);
   CHECK(options.json);
   CHECK(options.timing.ttl == 5s);
-  CHECK(options.server.endpoint.port == 1);
+  CHECK(std::get<rlock::lock::Single>(options.server.topology).endpoint.port
+        == 1);
   CHECK_FALSE(options.name);
   command = parse({"doctor", "deploy", "--json"});
   REQUIRE(std::holds_alternative<DoctorOptions>(command));

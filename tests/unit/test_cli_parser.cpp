@@ -17,6 +17,22 @@ using namespace rlock::cli;
 
 namespace {
 
+// The one server a deployment names; fails the case for another topology.
+const rlock::redis::Endpoint&
+endpoint_of(const rlock::lock::Deployment& deployment) {
+  const auto* single = std::get_if<rlock::lock::Single>(&deployment.topology);
+  REQUIRE(single);
+  return single->endpoint;
+}
+
+// The quorum a deployment names; fails the case for another topology.
+const rlock::lock::Quorum&
+quorum_of(const rlock::lock::Deployment& deployment) {
+  const auto* quorum = std::get_if<rlock::lock::Quorum>(&deployment.topology);
+  REQUIRE(quorum);
+  return *quorum;
+}
+
 ParsedCommand
 parse(std::vector<std::string> args, Environment environment = {}) {
   return parse_command_line(args, environment);
@@ -128,7 +144,7 @@ TEST_CASE("status takes names, --json and server options on either side") {
   const auto& status = std::get<StatusOptions>(command);
   CHECK(status.json);
   CHECK(status.names == std::vector<std::string>{"a", "b"});
-  CHECK(status.server.endpoint.port == 1);
+  CHECK(endpoint_of(status.server).port == 1);
   command = parse({"status", "--prefix", "p:"});
   CHECK(std::get<StatusOptions>(command).server.prefix == "p:");
 }
@@ -139,17 +155,17 @@ TEST_CASE("the URL and prefix come from options, then the environment") {
   environment.redis_url = "redis://from-redis-url:2";
   environment.rlock_prefix = "env:";
   auto options = parse_run({"x", "true"}, environment);
-  CHECK(options.server.endpoint.host == "from-rlock-url");
+  CHECK(endpoint_of(options.server).host == "from-rlock-url");
   CHECK(options.server.prefix == "env:");
   environment.rlock_url.reset();
-  CHECK(parse_run({"x", "true"}, environment).server.endpoint.host
+  CHECK(endpoint_of(parse_run({"x", "true"}, environment).server).host
         == "from-redis-url");
   options = parse_run(
       {"--url", "unix:///s.sock", "--prefix", "p:", "x", "true"}, environment);
-  CHECK(options.server.endpoint.socket_path == "/s.sock");
+  CHECK(endpoint_of(options.server).socket_path == "/s.sock");
   CHECK(options.server.prefix == "p:");
   options = parse_run({"x", "true"});
-  CHECK(options.server.endpoint.address() == "127.0.0.1:6379");
+  CHECK(endpoint_of(options.server).address() == "127.0.0.1:6379");
   CHECK(options.server.prefix == "rlock:");
 }
 
@@ -222,17 +238,18 @@ TEST_CASE("usage errors name the option and quote the value") {
 }
 
 TEST_CASE("--restart-grace, then $RLOCK_RESTART_GRACE, then 30s; 0 is off") {
-  CHECK(parse_run({"x", "true"}).server.restart_grace == 30s);
+  CHECK(parse_run({"x", "true"}).server.restart_grace.length == 30s);
   Environment environment;
   environment.restart_grace = "45s";
-  CHECK(parse_run({"x", "true"}, environment).server.restart_grace == 45s);
+  CHECK(parse_run({"x", "true"}, environment).server.restart_grace.length
+        == 45s);
   CHECK(parse_run({"--restart-grace", "0", "x", "true"}, environment)
-            .server.restart_grace
+            .server.restart_grace.length
         == 0s);
   const auto acquire = parse({"acquire", "--restart-grace=2m", "x"});
-  CHECK(std::get<AcquireOptions>(acquire).server.restart_grace == 2min);
+  CHECK(std::get<AcquireOptions>(acquire).server.restart_grace.length == 2min);
   const auto wait = parse({"wait", "x"}, environment);
-  CHECK(std::get<WaitFreeOptions>(wait).server.restart_grace == 45s);
+  CHECK(std::get<WaitFreeOptions>(wait).server.restart_grace.length == 45s);
   // Only the commands that take a lock or wait for one have it.
   CHECK_FALSE(usage_error({"check", "--restart-grace", "1s", "x"}).empty());
   environment.restart_grace = "1y";
@@ -257,7 +274,7 @@ TEST_CASE("the password comes from --password-file, the URL, then the "
   environment.rediscli_auth = "from-rediscli-auth";
   auto password = [&](std::vector<std::string> args) {
     args.insert(args.end(), {"x", "true"});
-    return parse_run(args, environment).server.endpoint.password;
+    return endpoint_of(parse_run(args, environment).server).password;
   };
   CHECK(password({"--password-file", file}) == "from-file");
   CHECK(password({"--password-file", file, "--url", "redis://:inurl@h"})
@@ -283,7 +300,7 @@ TEST_CASE("TLS options need a rediss:// URL and readable files") {
                               "true"},
                              {})
                        .server;
-  CHECK(tls.endpoint.tls);
+  CHECK(endpoint_of(tls).tls);
   CHECK(tls.connect.tls.server_name == "redis.example");
   CHECK(tls.connect.tls.ca_file == "/dev/null");
   CHECK(tls.connect.tls.insecure);
@@ -443,7 +460,7 @@ TEST_CASE("each default is the one the help text shows") {
   CHECK(run.server.prefix == d::k_prefix);
   CHECK(run.server.connect.connect_timeout == d::k_connect_timeout);
   CHECK(run.server.connect.io_timeout == d::k_io_timeout);
-  CHECK(run.server.restart_grace == d::k_restart_grace);
+  CHECK(run.server.restart_grace.length == d::k_restart_grace);
   CHECK(run.waiting.conflict_exit_code == d::k_conflict_exit_code);
   CHECK(run.kill_signal == d::k_kill_signal);
   CHECK_THAT(help({"--help"}),
@@ -477,8 +494,10 @@ TEST_CASE("a sentinel URL: the sentinels, the master, one replica to confirm") {
   environment.rlock_password = "datapw";
   const auto options = parse_run(
       {"--url", "redis+sentinel://a:1,b/mymaster/2", "x", "true"}, environment);
-  REQUIRE(options.server.sentinel);
-  const auto& sentinel = *options.server.sentinel;
+  const auto* found =
+      std::get_if<rlock::lock::Sentinel>(&options.server.topology);
+  REQUIRE(found);
+  const auto& sentinel = found->master;
   CHECK(sentinel.name == "mymaster");
   REQUIRE(sentinel.sentinels.size() == 2);
   CHECK(sentinel.sentinels[0].address() == "a:1");
@@ -493,7 +512,7 @@ TEST_CASE("a sentinel URL: the sentinels, the master, one replica to confirm") {
   CHECK(options.server.replicas.timeout == 1s);
   // One server: no confirmation unless asked for.
   const auto plain = parse_run({"x", "true"});
-  CHECK_FALSE(plain.server.sentinel);
+  CHECK(std::holds_alternative<rlock::lock::Single>(plain.server.topology));
   CHECK(plain.server.replicas.mode == Mode::count);
   CHECK(plain.server.replicas.count == 0);
 }
@@ -532,13 +551,14 @@ TEST_CASE("--replicas: a count, all or auto; $RLOCK_REPLICAS") {
 TEST_CASE("a Cluster URL gives the seeds and one replica to confirm") {
   const auto options = std::get<RunOptions>(
       parse({"--url", "redis+cluster://a:7000,[::1]:7001", "n", "true"}));
-  REQUIRE(options.server.cluster);
-  CHECK(options.server.cluster->seeds
+  const auto* cluster =
+      std::get_if<rlock::lock::Cluster>(&options.server.topology);
+  REQUIRE(cluster);
+  CHECK(cluster->seeds.seeds
         == std::vector<rlock::redis::HostPort>{{"a", 7000}, {"::1", 7001}});
   CHECK(options.server.replicas.mode
         == rlock::lock::ReplicaPolicy::Mode::count);
   CHECK(options.server.replicas.count == 1);
-  CHECK_FALSE(options.server.sentinel);
 }
 
 TEST_CASE("Sentinel and Cluster URLs that cannot be used are usage errors") {
@@ -569,20 +589,21 @@ TEST_CASE("--url given 3 or more times is a quorum of servers; --quorum is "
                            "x",
                            "true"})
                     .server;
-  REQUIRE(server.members.size() == 3);
-  CHECK(server.members[0].endpoint.host == "a");
-  CHECK(server.members[2].endpoint.tls);
-  CHECK(server.quorum == 2);
+  const auto& three = quorum_of(server);
+  REQUIRE(three.members.size() == 3);
+  CHECK(std::get<rlock::lock::Single>(three.members[0].where).endpoint.host
+        == "a");
+  CHECK(std::get<rlock::lock::Single>(three.members[2].where).endpoint.tls);
+  CHECK(three.quorum == 2);
   Environment environment;
   environment.rlock_url =
       "redis://a:1 redis://b:2  redis://c:3\tredis://d:4 redis://e:5";
   server = parse_run({"--quorum", "4", "x", "true"}, environment).server;
-  CHECK(server.members.size() == 5);
-  CHECK(server.quorum == 4);
+  CHECK(quorum_of(server).members.size() == 5);
+  CHECK(quorum_of(server).quorum == 4);
   // --url wins over $RLOCK_URL, as with one URL.
   server = parse_run({"--url", "redis://z:9", "x", "true"}, environment).server;
-  CHECK(server.members.empty());
-  CHECK(server.endpoint.host == "z");
+  CHECK(endpoint_of(server).host == "z");
 }
 
 TEST_CASE("a quorum's usage errors name the option and the value") {
@@ -616,18 +637,18 @@ TEST_CASE("a quorum's usage errors name the option and the value") {
 TEST_CASE("redis://word@host: the password, unless one comes another way, "
           "then the user") {
   auto server = parse_run({"--url", "redis://alice@h:1", "x", "true"}).server;
-  CHECK(server.endpoint.user.empty());
-  CHECK(server.endpoint.password == "alice");
+  CHECK(endpoint_of(server).user.empty());
+  CHECK(endpoint_of(server).password == "alice");
   Environment environment;
   environment.rlock_password = "pw";
   server = parse_run({"--url", "redis://alice@h:1", "x", "true"}, environment)
                .server;
-  CHECK(server.endpoint.user == "alice");
-  CHECK(server.endpoint.password == "pw");
+  CHECK(endpoint_of(server).user == "alice");
+  CHECK(endpoint_of(server).password == "pw");
   // A URL with both keeps its own password.
   server =
       parse_run({"--url", "redis://bob:url-pw@h:1", "x", "true"}, environment)
           .server;
-  CHECK(server.endpoint.user == "bob");
-  CHECK(server.endpoint.password == "url-pw");
+  CHECK(endpoint_of(server).user == "bob");
+  CHECK(endpoint_of(server).password == "url-pw");
 }

@@ -81,11 +81,11 @@ doctor_command() {
 
 int
 run(const DoctorOptions& options) {
-  const auto store = open_store(options.server);
+  const auto store = store_for(options.server);
   const auto facts = store->examine();
   const DeploymentFacts deployment{options.server.replicas,
                                    store->deployment_state(),
-                                   options.server.restart_grace};
+                                   options.server.restart_grace.length};
   std::optional<NamedLock> name;
   if (options.name) {
     name = NamedLock{*options.name, store->key_of(*options.name)};

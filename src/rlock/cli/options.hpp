@@ -1,12 +1,8 @@
 #pragma once
 
 #include <rlock/cli/defaults.hpp>
-#include <rlock/lock/replicas.hpp>
+#include <rlock/lock/deployment.hpp>
 #include <rlock/lock/timing.hpp>
-#include <rlock/redis/cluster_map.hpp>
-#include <rlock/redis/connection.hpp>
-#include <rlock/redis/sentinel.hpp>
-#include <rlock/redis/url.hpp>
 #include <rlock/util/log.hpp>
 
 #include <optional>
@@ -15,32 +11,6 @@
 #include <vector>
 
 namespace rlock::cli {
-
-// Where the locks live: server, login and key prefix.
-struct ServerOptions {
-  // One server; with Sentinel, the data nodes' login, database and TLS.
-  redis::Endpoint endpoint;
-  // Set for a redis+sentinel:// URL: where to ask for the master.
-  std::optional<redis::SentinelMaster> sentinel;
-  // Set for a redis+cluster:// URL: the seeds to read the slot map from.
-  std::optional<redis::ClusterSeeds> cluster;
-  lock::ReplicaPolicy replicas; // --replicas, --replicas-timeout
-  redis::ConnectOptions connect;
-  std::string prefix{defaults::k_prefix};
-  // --restart-grace (run, acquire, wait): a server up less than this grants
-  // no lock; zero: off.
-  Duration restart_grace{};
-  // Several URLs: a quorum of independent masters (Redlock), of which
-  // `quorum` must agree; each one server or a Sentinel master. The fields
-  // above then hold the first one's and what all share.
-  struct QuorumMember {
-    redis::Endpoint endpoint;
-    std::optional<redis::SentinelMaster> sentinel;
-    lock::ReplicaPolicy replicas;
-  };
-  std::vector<QuorumMember> members;
-  int quorum = 0;
-};
 
 // How long to wait for a lock: -n, -w, --fair and the code when it is not
 // acquired (run, acquire, wait).
@@ -53,7 +23,7 @@ struct WaitingOptions {
 
 // rlock [OPTIONS] NAME COMMAND [ARG...]
 struct RunOptions {
-  ServerOptions server;
+  lock::Deployment server; // where the locks live
   std::string name;
   std::vector<std::string> command; // argv; ["/bin/sh", "-c", STR] for -c
   WaitingOptions waiting;
@@ -71,7 +41,7 @@ struct RunOptions {
 struct AcquireOptions {
   enum class Output { token, json, env };
 
-  ServerOptions server;
+  lock::Deployment server; // where the locks live
   std::string name;
   Duration ttl{defaults::k_acquire_ttl}; // the lease, not renewed
   WaitingOptions waiting;
@@ -83,7 +53,7 @@ struct AcquireOptions {
 
 // rlock extend: renew a lock taken with acquire.
 struct ExtendOptions {
-  ServerOptions server;
+  lock::Deployment server; // where the locks live
   std::string name;
   std::string token;              // --token, else $RLOCK_TOKEN
   std::optional<Duration> length; // none: the length it was taken with
@@ -92,7 +62,7 @@ struct ExtendOptions {
 
 // rlock release: give a lock back, or break it with --force.
 struct ReleaseOptions {
-  ServerOptions server;
+  lock::Deployment server; // where the locks live
   std::string name;
   std::string token; // empty with --force
   bool force = false;
@@ -101,7 +71,7 @@ struct ReleaseOptions {
 
 // rlock check: does the token hold the lock, with enough time left?
 struct CheckOptions {
-  ServerOptions server;
+  lock::Deployment server; // where the locks live
   std::string name;
   std::string token;
   Duration min_validity{defaults::k_min_validity};
@@ -110,7 +80,7 @@ struct CheckOptions {
 
 // rlock wait: wait until the lock is free, without taking it.
 struct WaitFreeOptions {
-  ServerOptions server;
+  lock::Deployment server; // where the locks live
   std::string name;
   WaitingOptions waiting; // -w and -E; never -n or --fair
   log::Level log_level = log::Level::normal;
@@ -118,7 +88,7 @@ struct WaitFreeOptions {
 
 // rlock status [--json] [NAME...]
 struct StatusOptions {
-  ServerOptions server;
+  lock::Deployment server; // where the locks live
   std::vector<std::string> names;
   bool json = false;
   bool wide = false;             // --wide: COMMAND never cut
@@ -128,7 +98,7 @@ struct StatusOptions {
 
 // rlock doctor [--ttl D] [--json] [NAME]
 struct DoctorOptions {
-  ServerOptions server;
+  lock::Deployment server;         // where the locks live
   std::optional<std::string> name; // where this lock lives, too
   lock::LeaseTiming timing{}; // --ttl: the lease the round trip is judged by
   bool json = false;

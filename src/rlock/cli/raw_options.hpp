@@ -127,6 +127,8 @@ struct RawOptions {
   WaitFreeRaw wait_free;
 };
 
+// Registering the options with CLI11 (cli/option_groups.cpp).
+
 // Adds an option whose absence differs from an empty value.
 CLI::Option* add_optional(CLI::App& app,
                           const std::string& names,
@@ -145,6 +147,9 @@ void add_step_name(CLI::App& app, std::string& name);
 // The "Locking" group's --token, for extend, release and check, into
 // `token`.
 void add_token_option(CLI::App& app, std::string& token);
+
+// Checking the values typed (cli/raw_options.cpp; the server settings are
+// cli/server.cpp's).
 
 // Returns the duration typed for `option`; zero only when `allow_zero`.
 Duration duration_of(const std::string& text,
@@ -176,7 +181,7 @@ WaitingOptions waiting_of(const RawOptions& raw);
 // quorum of servers in `server`.
 std::int64_t limit_of(const std::optional<std::string>& text,
                       bool shared,
-                      const ServerOptions& server);
+                      const lock::Deployment& server);
 
 // Returns the token of the run this one is nested in ($RLOCK_TOKEN) when it
 // asks for a plain or shared hold (`limit`) of the same lock `name`
@@ -187,14 +192,17 @@ std::string parent_token_of(std::int64_t limit,
                             const Environment& environment);
 
 // Returns --restart-grace, else $RLOCK_RESTART_GRACE, else the default; zero
-// turns it off.
-Duration restart_grace_of(const RawOptions& raw,
-                          const Environment& environment);
+// turns it off (cli/server.cpp).
+lock::RestartGrace restart_grace_of(const RawOptions& raw,
+                                    const Environment& environment);
 
-// Returns the server, login, TLS settings and prefix, from the options or the
-// environment. The password comes from --password-file, else the URL, else
-// $RLOCK_PASSWORD, else $REDISCLI_AUTH.
-ServerOptions server_of(const RawOptions& raw, const Environment& environment);
+// Returns where the locks live: the URL(s) parsed once into the deployment
+// the stores take, with the login, TLS settings, prefix and timeouts, from
+// the options or the environment (cli/server.cpp). The password comes from
+// --password-file, else the URL, else $RLOCK_PASSWORD, else $REDISCLI_AUTH.
+// The restart grace is off: the commands that take one set it.
+lock::Deployment server_of(const RawOptions& raw,
+                           const Environment& environment);
 
 // Returns the token of `name`: `typed` (--token), else $RLOCK_TOKEN when
 // $RLOCK_NAME says it is this lock's.

@@ -494,7 +494,7 @@ run(const RunOptions& options) {
                              k_forwarded_signals.end());
   delivered.push_back(SIGCHLD);
   const proc::SignalBlock signals(delivered, {SIGPIPE, SIGTTOU, SIGTTIN});
-  const auto store = open_store(options.server);
+  const auto store = store_for(options.server);
   connect_for_waiting(*store, options.waiting);
   const lock::LockRequest request{options.name,
                                   random_token(),

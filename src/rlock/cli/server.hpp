@@ -1,16 +1,13 @@
 #pragma once
 
-#include <rlock/cli/options.hpp>
 #include <rlock/lock/deployment.hpp>
 
 #include <memory>
 
 namespace rlock::cli {
 
-// Returns the deployment the server options describe.
-lock::Deployment deployment_of(const ServerOptions& server);
-
-// Returns the lock store for the server options, not yet connected.
-std::unique_ptr<lock::LockStore> open_store(const ServerOptions& server);
+// Returns the lock store for `deployment` (lock::open_store), not yet
+// connected; warns first when --tls-insecure turns verification off.
+std::unique_ptr<lock::LockStore> store_for(const lock::Deployment& deployment);
 
 } // namespace rlock::cli

@@ -260,7 +260,7 @@ status_command() {
 
 int
 run(const StatusOptions& options) {
-  const auto owned_store = open_store(options.server);
+  const auto owned_store = store_for(options.server);
   auto& store = *owned_store;
   store.connect();
   if (options.watch) {

@@ -11,19 +11,19 @@
 namespace rlock::cli {
 
 std::unique_ptr<lock::LockStore>
-connected_store(const ServerOptions& server, log::Level log_level) {
+connected_store(const lock::Deployment& server, log::Level log_level) {
   log::set_level(log_level);
-  auto store = open_store(server);
+  auto store = store_for(server);
   store->connect();
   return store;
 }
 
 std::unique_ptr<lock::LockStore>
-waiting_store(const ServerOptions& server,
+waiting_store(const lock::Deployment& server,
               const WaitingOptions& waiting,
               log::Level log_level) {
   log::set_level(log_level);
-  auto store = open_store(server);
+  auto store = store_for(server);
   connect_for_waiting(*store, waiting);
   return store;
 }

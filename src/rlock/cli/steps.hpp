@@ -10,12 +10,12 @@
 namespace rlock::cli {
 
 // Sets the log level and returns the store, connected.
-std::unique_ptr<lock::LockStore> connected_store(const ServerOptions& server,
+std::unique_ptr<lock::LockStore> connected_store(const lock::Deployment& server,
                                                  log::Level log_level);
 
 // The same for a step that waits: a failover under way at the start is left
 // to the wait (see connect_for_waiting).
-std::unique_ptr<lock::LockStore> waiting_store(const ServerOptions& server,
+std::unique_ptr<lock::LockStore> waiting_store(const lock::Deployment& server,
                                                const WaitingOptions& waiting,
                                                log::Level log_level);
 

@@ -96,11 +96,11 @@ ClusterStore::map() {
 
 void
 ClusterStore::read_map() {
-  m_map = redis::read_slot_map(*m_deployment.cluster,
-                               map_read_order(*m_deployment.cluster,
-                                              m_map ? &*m_map : nullptr,
-                                              m_failed),
-                               bounded_by(m_deployment.connect, m_deadline));
+  const auto& seeds = std::get<Cluster>(m_deployment.topology).seeds;
+  m_map = redis::read_slot_map(
+      seeds,
+      map_read_order(seeds, m_map ? &*m_map : nullptr, m_failed),
+      bounded_by(m_deployment.connect, m_deadline));
   m_map_stale = false;
   for (const auto& range : m_map->ranges) {
     for (int slot = range.first; slot <= range.last; ++slot) {
@@ -160,8 +160,9 @@ ClusterStore::store_on(const redis::HostPort& master) {
   auto& store = m_stores[master.address()];
   if (!store) {
     Deployment node = m_deployment;
-    node.endpoint = m_deployment.cluster->node(master);
-    store = std::make_unique<RedisStore>(std::move(node));
+    node.topology =
+        Single{std::get<Cluster>(m_deployment.topology).seeds.node(master)};
+    store = std::make_unique<RedisStore>(std::move(node), true);
     store->set_deadline(m_deadline);
   }
   store->require_replicas(m_required_replicas);

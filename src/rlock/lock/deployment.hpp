@@ -10,32 +10,54 @@
 
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace rlock::lock {
 
-// Where the locks live, as parsed from the command line: one server, the
-// master a set of sentinels names, or a Redis Cluster. A new kind of
-// deployment (a quorum of servers) adds its description here and its store
-// to open_store().
-struct Deployment {
-  redis::Endpoint endpoint; // one server; with a Cluster, one of its masters
-  // Set: the master these sentinels name, found anew on every connection.
-  std::optional<redis::SentinelMaster> sentinel;
-  redis::ConnectOptions connect;
-  std::string prefix;
-  // Set: a Redis Cluster, whose slot map says which master keeps a lock;
-  // its keys carry brace-free hash tags (KeySpace::cluster).
-  std::optional<redis::ClusterSeeds> cluster;
-  // A server up less than this grants no lock.
-  RestartGrace restart_grace;
-  // How many replicas must confirm the acquire and every renewal.
-  ReplicaPolicy replicas;
-  // Not empty: a quorum of independent masters (Redlock), each one server
-  // or a Sentinel master, of which `quorum` must agree; the fields above
-  // then hold what all share (prefix, timeouts, restart grace).
-  std::vector<Deployment> members;
+// One server, as its URL names it (login, database, TLS).
+struct Single {
+  redis::Endpoint endpoint;
+};
+
+// The master a set of sentinels names, found anew on every connection;
+// `master.data_node` holds the data nodes' login, database and TLS.
+struct Sentinel {
+  redis::SentinelMaster master;
+};
+
+// A Redis Cluster, whose slot map (read from the seeds) says which master
+// keeps a lock; its keys carry brace-free hash tags (KeySpace::cluster).
+struct Cluster {
+  redis::ClusterSeeds seeds;
+};
+
+// One of a quorum's servers: one server or a Sentinel master, with the
+// replica policy of its own kind.
+struct QuorumMember {
+  std::variant<Single, Sentinel> where;
+  ReplicaPolicy replicas{};
+};
+
+// A quorum of independent masters (Redlock), of which `quorum` must agree.
+struct Quorum {
+  std::vector<QuorumMember> members;
   int quorum = 0;
+};
+
+using Topology = std::variant<Single, Sentinel, Cluster, Quorum>;
+
+// Where the locks live, parsed once from the command line (cli/server.cpp):
+// the topology, and what all its servers share.
+struct Deployment {
+  Topology topology;
+  redis::ConnectOptions connect{};
+  std::string prefix{};
+  // A server up less than this grants no lock.
+  RestartGrace restart_grace{};
+  // How many replicas must confirm the acquire and every renewal (a
+  // quorum's members carry their own; this is the first one's).
+  ReplicaPolicy replicas{};
 };
 
 // Returns the store for `deployment`, not yet connected: the one place that

@@ -88,7 +88,7 @@ DiscoveringStore::another() const {
 // before connecting).
 void
 DiscoveringStore::switch_to_cluster() {
-  const auto& endpoint = m_deployment.endpoint;
+  const auto& endpoint = std::get<Single>(m_deployment.topology).endpoint;
   if (has_brace(m_deployment.prefix)) {
     throw Error(ErrorKind::bad_input,
                 "key prefix " + quote(m_deployment.prefix)
@@ -99,9 +99,10 @@ DiscoveringStore::switch_to_cluster() {
   }
   log::info(endpoint.address()
             + " is a Redis Cluster node: following its slot map");
-  m_deployment.cluster = redis::ClusterSeeds{
-      {redis::HostPort{endpoint.host, endpoint.port}}, endpoint};
-  m_store = std::make_unique<ClusterStore>(m_deployment);
+  auto cluster = m_deployment;
+  cluster.topology = Cluster{redis::ClusterSeeds{
+      {redis::HostPort{endpoint.host, endpoint.port}}, endpoint}};
+  m_store = std::make_unique<ClusterStore>(std::move(cluster));
   m_store->set_deadline(m_deadline);
   m_cluster = true;
   m_looked = true;
@@ -115,12 +116,14 @@ DiscoveringStore::look_for_cluster(bool must_know) {
   const auto cluster = ask_cluster_mode(static_cast<RedisStore&>(*m_store));
   if (!cluster) {
     if (must_know) {
-      throw Error(ErrorKind::unavailable,
-                  "cannot tell whether " + m_deployment.endpoint.address()
-                      + " is a Redis Cluster node (it refused INFO and "
-                        "CLUSTER INFO), and the keys of a lock whose name or "
-                        "prefix holds a brace depend on it: allow INFO or "
-                        "CLUSTER INFO");
+      throw Error(
+          ErrorKind::unavailable,
+          "cannot tell whether "
+              + std::get<Single>(m_deployment.topology).endpoint.address()
+              + " is a Redis Cluster node (it refused INFO and "
+                "CLUSTER INFO), and the keys of a lock whose name or "
+                "prefix holds a brace depend on it: allow INFO or "
+                "CLUSTER INFO");
     }
     return; // not known: asked again before a step that must know
   }

@@ -21,13 +21,16 @@ namespace rlock::lock {
 using namespace quorum_parts;
 
 QuorumStore::QuorumStore(const Deployment& deployment)
-    : m_deployment(deployment) {
-  for (auto member : deployment.members) {
-    member.prefix = deployment.prefix;
-    member.connect = deployment.connect;
-    member.restart_grace = deployment.restart_grace;
+    : m_deployment(deployment),
+      m_quorum(std::get<Quorum>(deployment.topology).quorum) {
+  for (const auto& member : std::get<Quorum>(deployment.topology).members) {
+    // One server or a Sentinel master, with what all the servers share.
+    auto one = deployment;
+    one.topology = std::visit(
+        [](const auto& where) -> Topology { return where; }, member.where);
+    one.replicas = member.replicas;
     Member added;
-    added.store = std::make_unique<RedisStore>(member);
+    added.store = std::make_unique<RedisStore>(std::move(one));
     m_members.push_back(std::move(added));
   }
 }
@@ -114,7 +117,7 @@ QuorumStore::peek(std::string_view name) {
       ++free;
     }
   }
-  if (free >= m_deployment.quorum) {
+  if (free >= m_quorum) {
     return Free{};
   }
   return not_won(busy, 0, std::chrono::seconds(30));
@@ -131,10 +134,10 @@ QuorumStore::lease_remaining_ms(std::string_view name) {
   // A server that did not say "held" may grant it: free as far as a waiter
   // deciding whether to look again can tell.
   const int not_held = static_cast<int>(m_members.size() - held_ms.size());
-  if (not_held >= m_deployment.quorum) {
+  if (not_held >= m_quorum) {
     return -2;
   }
-  return quorum::free_in_ms(held_ms, not_held, m_deployment.quorum);
+  return quorum::free_in_ms(held_ms, not_held, m_quorum);
 }
 
 Renewal
@@ -179,7 +182,7 @@ QuorumStore::renew(std::string_view name,
             ? quorum::RenewVote{Kind::held, renewal.remaining_before_ms}
             : quorum::RenewVote{Kind::not_held});
   }
-  const int quorum = m_deployment.quorum;
+  const int quorum = m_quorum;
   if (auto renewal = quorum::count_renewal(
           votes, static_cast<int>(holders.size()), quorum)) {
     renewal->clock_allowance = clock_allowance(ttl);
@@ -219,7 +222,7 @@ QuorumStore::release(std::string_view name, const std::string& token) {
                                                                            : 0;
   }
   const auto standing =
-      quorum::count_release(released, silent, m_deployment.quorum);
+      quorum::count_release(released, silent, m_quorum);
   if (standing == quorum::Standing::unknown) {
     // Whether it was still held cannot be told.
     throw redis::Failure(redis::FailureKind::timed_out,
@@ -267,7 +270,7 @@ QuorumStore::check(std::string_view name, const std::string& token) {
     }
   }
   const auto count = quorum::count_check(
-      left_ms, lost, static_cast<int>(m_members.size()), m_deployment.quorum);
+      left_ms, lost, static_cast<int>(m_members.size()), m_quorum);
   if (count.standing == quorum::Standing::held) {
     return count.remaining_ms < 0 ? Duration::max()
                                   : Duration(milliseconds(count.remaining_ms));
@@ -336,7 +339,7 @@ QuorumStore::mark_slot_done(std::string_view name,
   const auto marked = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   if (marked < quorum::meets_every_quorum(static_cast<int>(m_members.size()),
-                                          m_deployment.quorum)) {
+                                          m_quorum)) {
     throw redis::Failure(redis::FailureKind::timed_out,
                          "cannot record the current slot of " + quote(name)
                              + " on enough servers: " + failures_text(answers));
@@ -398,7 +401,7 @@ QuorumStore::connect() {
                               : m_deployment.connect.connect_timeout;
   open_members(answers,
                budget,
-               redis::Enough{static_cast<std::size_t>(m_deployment.quorum),
+               redis::Enough{static_cast<std::size_t>(m_quorum),
                              boot_now() + k_longest_per_server});
   for (auto& answer : answers) {
     if (!answer.failure) {

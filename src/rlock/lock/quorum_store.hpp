@@ -184,6 +184,7 @@ private:
                                  const std::vector<std::string>& errors) const;
 
   Deployment m_deployment;
+  int m_quorum = 0; // how many servers must agree
   std::vector<Member> m_members;
   std::optional<BootTime> m_deadline;
   // Since the last won acquire: the servers that granted it and the run_id

@@ -91,7 +91,7 @@ busy_votes(const std::vector<Busy>& busy) {
 AcquireAttempt
 QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
-  const int quorum = m_deployment.quorum;
+  const int quorum = m_quorum;
   const int servers = static_cast<int>(m_members.size());
   const std::string what = "cannot acquire lock " + quote(request.name);
   const Duration per_server = per_server_time(request.ttl);
@@ -187,11 +187,11 @@ QuorumStore::not_won(const std::vector<Busy>& busy,
   } else {
     result.holder = "no quorum (" + std::to_string(granted) + " of "
                     + std::to_string(servers) + " servers granted it, quorum "
-                    + std::to_string(m_deployment.quorum)
+                    + std::to_string(m_quorum)
                     + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
   result.retry_ms =
-      quorum::not_won_retry_ms(votes, servers, m_deployment.quorum);
+      quorum::not_won_retry_ms(votes, servers, m_quorum);
   if (result.retry_ms == 0) {
     // Enough servers are not held, but others asked at the same moment, or
     // some were slow: back off a little, at random, so that one of us wins

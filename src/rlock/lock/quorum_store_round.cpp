@@ -90,8 +90,9 @@ QuorumStore::open_members(std::vector<Answer>& answers,
       answer.failure = member.last_failure;
       continue;
     }
-    const auto& described = m_deployment.members[answer.member];
-    if (described.sentinel) {
+    const auto& described =
+        std::get<Quorum>(m_deployment.topology).members[answer.member].where;
+    if (std::holds_alternative<Sentinel>(described)) {
       // The sentinels are asked where the master is, in turn: session().
       member.store->set_deadline(until);
       try {
@@ -103,7 +104,7 @@ QuorumStore::open_members(std::vector<Answer>& answers,
       member.store->set_deadline(m_deadline);
       continue;
     }
-    dials.push_back(redis::Dial{described.endpoint, {}, {}});
+    dials.push_back(redis::Dial{std::get<Single>(described).endpoint, {}, {}});
     dialled.push_back(&answer);
   }
   if (dials.empty()) {
@@ -145,7 +146,7 @@ QuorumStore::round(const std::vector<std::size_t>& members,
       std::count_if(members.begin(), members.end(), [this](std::size_t member) {
         return m_members[member].store->idle_fd() >= 0;
       });
-  const auto wanted = std::max<long>(m_deployment.quorum - connected, 0);
+  const auto wanted = std::max<long>(m_quorum - connected, 0);
   open_members(
       answers,
       per_server,
@@ -195,7 +196,7 @@ QuorumStore::round(const std::vector<std::size_t>& members,
   const BootTime start = boot_now();
   std::optional<redis::Enough> enough;
   if (quorum_suffices) {
-    enough = redis::Enough{static_cast<std::size_t>(m_deployment.quorum),
+    enough = redis::Enough{static_cast<std::size_t>(m_quorum),
                            start + std::min(per_server, k_longest_per_server)};
   }
   redis::exchange_all(exchanges,
@@ -274,7 +275,7 @@ QuorumStore::unreachable_text(const std::vector<Answer>& answers) const {
     }
   }
   return std::to_string(silent) + " of " + std::to_string(m_members.size())
-         + " servers unreachable, quorum " + std::to_string(m_deployment.quorum)
+         + " servers unreachable, quorum " + std::to_string(m_quorum)
          + " (" + text + ")";
 }
 
@@ -302,7 +303,7 @@ QuorumStore::require_quorum(const std::vector<Answer>& answers,
                && answer.failure->failure_kind()
                       == redis::FailureKind::timed_out;
       });
-  if (answered(answers) + slow >= m_deployment.quorum) {
+  if (answered(answers) + slow >= m_quorum) {
     return;
   }
   bool timed_out = true;
@@ -341,7 +342,7 @@ QuorumStore::raise_fence(const std::vector<std::size_t>& members,
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   // Every later quorum shares a server with these.
   return raised >= quorum::meets_every_quorum(
-             static_cast<int>(m_members.size()), m_deployment.quorum);
+             static_cast<int>(m_members.size()), m_quorum);
 }
 
 } // namespace rlock::lock

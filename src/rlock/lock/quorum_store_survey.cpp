@@ -48,7 +48,7 @@ QuorumStore::merge_snapshots(std::vector<StatusSnapshot> snapshots,
     servers.push_back(quorum::ServerStatus{
         store_address(i), std::move(snapshots[i]), errors[i]});
   }
-  return quorum::merge_status(std::move(servers), m_deployment.quorum);
+  return quorum::merge_status(std::move(servers), m_quorum);
 }
 
 std::vector<ServerFacts>
@@ -74,7 +74,7 @@ QuorumStore::examine() {
 std::optional<DeploymentState>
 QuorumStore::deployment_state() {
   DeploymentState state;
-  state.quorum = m_deployment.quorum;
+  state.quorum = m_quorum;
   for (std::size_t i = 0; i < m_members.size(); ++i) {
     auto& store = *m_members[i].store;
     store.set_deadline(boot_now() + k_status_bound);

@@ -74,13 +74,16 @@ private:
 
 std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
-  if (!deployment.members.empty()) {
+  const auto& topology = deployment.topology;
+  if (std::holds_alternative<Quorum>(topology)) {
     return std::make_unique<QuorumStore>(deployment);
   }
-  if (deployment.cluster) {
+  if (std::holds_alternative<Cluster>(topology)) {
     return std::make_unique<ClusterStore>(deployment);
   }
-  if (!deployment.sentinel && !deployment.endpoint.is_unix()) {
+  // One server over TCP may be a Cluster node: the store finds out.
+  const auto* single = std::get_if<Single>(&topology);
+  if (single && !single->endpoint.is_unix()) {
     return std::make_unique<DiscoveringStore>(deployment);
   }
   return std::make_unique<RedisStore>(deployment);
@@ -96,13 +99,34 @@ bounded_by(redis::ConnectOptions options, std::optional<BootTime> deadline) {
   return options;
 }
 
-RedisStore::RedisStore(Deployment deployment)
-    : m_deployment(std::move(deployment)) {
+RedisStore::RedisStore(Deployment deployment, bool cluster_node)
+    : m_deployment(std::move(deployment)), m_cluster_node(cluster_node) {
+}
+
+redis::SentinelMaster*
+RedisStore::sentinel() {
+  auto* sentinel = std::get_if<Sentinel>(&m_deployment.topology);
+  return sentinel ? &sentinel->master : nullptr;
+}
+
+const redis::SentinelMaster*
+RedisStore::sentinel() const {
+  const auto* sentinel = std::get_if<Sentinel>(&m_deployment.topology);
+  return sentinel ? &sentinel->master : nullptr;
+}
+
+// With Sentinel, the data nodes' login, database and TLS (no host).
+const redis::Endpoint&
+RedisStore::endpoint() const {
+  if (const auto* master = sentinel()) {
+    return master->data_node;
+  }
+  return std::get<Single>(m_deployment.topology).endpoint;
 }
 
 std::unique_ptr<LockStore>
 RedisStore::another() const {
-  auto store = std::make_unique<RedisStore>(m_deployment);
+  auto store = std::make_unique<RedisStore>(m_deployment, m_cluster_node);
   store->m_required_replicas = m_required_replicas;
   return store;
 }
@@ -114,7 +138,7 @@ RedisStore::key_of(std::string_view name) const {
 
 KeySpace
 RedisStore::key_space() const {
-  return KeySpace{m_deployment.prefix, m_deployment.cluster.has_value()};
+  return KeySpace{m_deployment.prefix, m_cluster_node};
 }
 
 LockKeys
@@ -142,24 +166,23 @@ RedisStore::connection() {
 
 redis::Connection
 RedisStore::open_connection(const redis::ConnectOptions& options) {
-  if (m_deployment.sentinel) {
+  if (sentinel()) {
     redis::Role role;
-    auto connection =
-        redis::open_master(*m_deployment.sentinel, options, &role);
+    auto connection = redis::open_master(*sentinel(), options, &role);
     m_connected_replicas = role.replicas;
     log::info("the sentinels name " + connection.address() + " as master "
-              + quote(m_deployment.sentinel->name));
+              + quote(sentinel()->name));
     return connection;
   }
-  return redis::Connection::open(m_deployment.endpoint, options);
+  return redis::Connection::open(endpoint(), options);
 }
 
 redis::Endpoint
 RedisStore::locate(const redis::ConnectOptions& options) {
-  if (m_deployment.sentinel) {
-    return redis::locate_master(*m_deployment.sentinel, options);
+  if (sentinel()) {
+    return redis::locate_master(*sentinel(), options);
   }
-  return m_deployment.endpoint;
+  return endpoint();
 }
 
 int
@@ -224,7 +247,7 @@ RedisStore::on_connection(Step&& step) {
   } catch (const redis::Failure& failure) {
     m_connection.reset();
     // The master Sentinel named has been demoted since: a failover.
-    if (m_deployment.sentinel && failure.server_code() == "READONLY") {
+    if (sentinel() && failure.server_code() == "READONLY") {
       throw redis::Failure(
           redis::FailureKind::not_master,
           std::string(failure.what())
@@ -232,7 +255,7 @@ RedisStore::on_connection(Step&& step) {
     }
     if (redis::is_unknown_command(failure.server_error())) {
       throw redis::Failure(redis::FailureKind::server_error,
-                           m_deployment.endpoint.address()
+                           endpoint().address()
                                + " does not know rlock's commands (a Redis "
                                  "Sentinel? name it in a redis+sentinel:// "
                                  "URL): "
@@ -256,8 +279,8 @@ auto
 RedisStore::on_current_master(Step&& step) {
   const bool reused = m_connection.has_value();
   return on_connection([&](redis::Connection& c) {
-    if (reused && m_deployment.sentinel) {
-      redis::check_still_master(*m_deployment.sentinel, c, bounded_options());
+    if (reused && sentinel()) {
+      redis::check_still_master(*sentinel(), c, bounded_options());
     }
     return step(c);
   });
@@ -394,7 +417,7 @@ RedisStore::renew_on(redis::Connection& c,
 // asked for (the write then has no confirmation to judge).
 redis::MasterStanding
 RedisStore::sentinels_on(redis::Connection& c) {
-  if (!m_deployment.sentinel || replicas_to_confirm(c) == 0) {
+  if (!sentinel() || replicas_to_confirm(c) == 0) {
     return {redis::MasterStanding::Kind::current, std::nullopt, {}};
   }
   auto options = bounded_options();
@@ -404,11 +427,11 @@ RedisStore::sentinels_on(redis::Connection& c) {
     options.connect_timeout = std::min(options.connect_timeout, half);
     options.io_timeout = std::min(options.io_timeout, half);
   }
-  const auto& sentinel = *m_deployment.sentinel;
-  return redis::standing_of(redis::ask_sentinels(sentinel, options),
-                            sentinel.sentinels.size(),
+  const auto& master = *sentinel();
+  return redis::standing_of(redis::ask_sentinels(master, options),
+                            master.sentinels.size(),
                             c.address(),
-                            sentinel.name);
+                            master.name);
 }
 
 bool
@@ -492,19 +515,18 @@ RedisStore::examine() {
 
 std::optional<DeploymentState>
 RedisStore::deployment_state() {
-  if (!m_deployment.sentinel) {
+  if (!sentinel()) {
     return std::nullopt;
   }
   DeploymentState state;
-  state.master_name = m_deployment.sentinel->name;
+  state.master_name = sentinel()->name;
   on_connection([&](redis::Connection& c) {
     state.master = c.address();
     state.replicas =
         replicas_of(parse_info(c.command({"INFO", "replication"}).text));
     return true;
   });
-  for (auto& report :
-       redis::survey_sentinels(*m_deployment.sentinel, bounded_options())) {
+  for (auto& report : redis::survey_sentinels(*sentinel(), bounded_options())) {
     state.sentinels.push_back(SentinelState{std::move(report.address),
                                             std::move(report.master),
                                             std::move(report.settings),
@@ -584,11 +606,11 @@ RedisStore::adopt(redis::Connection connection) {
 
 std::string
 RedisStore::address() const {
-  if (m_deployment.sentinel && !m_deployment.sentinel->sentinels.empty()) {
-    return "master " + quote(m_deployment.sentinel->name) + " of sentinel "
-           + m_deployment.sentinel->sentinels.front().address();
+  if (sentinel() && !sentinel()->sentinels.empty()) {
+    return "master " + quote(sentinel()->name) + " of sentinel "
+           + sentinel()->sentinels.front().address();
   }
-  return m_deployment.endpoint.address();
+  return endpoint().address();
 }
 
 void

@@ -18,7 +18,10 @@ namespace rlock::lock {
 // Cluster, it is the store on one master (ClusterStore routes to it).
 class RedisStore final : public LockStore {
 public:
-  explicit RedisStore(Deployment deployment);
+  // `deployment` is one server or a Sentinel master. A `cluster_node` is the
+  // store on one master of a Cluster (ClusterStore routes to it): its keys
+  // carry the Cluster's brace-free hash tags.
+  explicit RedisStore(Deployment deployment, bool cluster_node = false);
 
   std::unique_ptr<LockStore> another() const override;
   std::string key_of(std::string_view name) const override;
@@ -118,7 +121,14 @@ private:
   template <typename Step>
   auto on_current_master(Step&& step);
 
+  // The Sentinel master the connections go to; null for one server.
+  redis::SentinelMaster* sentinel();
+  const redis::SentinelMaster* sentinel() const;
+  // The server the connections go to (with Sentinel, the data nodes' login).
+  const redis::Endpoint& endpoint() const;
+
   Deployment m_deployment;
+  bool m_cluster_node = false;
   std::optional<redis::Connection> m_connection;
   std::optional<BootTime> m_deadline;
   // Replicas that must confirm each write, fixed at the first acquire (and
