@@ -39,11 +39,6 @@ constexpr Duration k_round_bound = std::chrono::seconds(1);
 // waiter's timers cover what it would have heard.
 constexpr Duration k_subscribe_bound = milliseconds(500);
 
-std::int64_t
-to_ms(Duration duration) {
-  return std::chrono::duration_cast<milliseconds>(duration).count();
-}
-
 std::string
 info_field(const std::string& info, const std::string& field) {
   const auto fields = parse_info(info);
