@@ -1,6 +1,5 @@
 #include <rlock/lock/keys.hpp>
 #include <rlock/lock/replies.hpp>
-#include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/integer.hpp>
