@@ -376,11 +376,14 @@ TEST_CASE("decode_slot: number, done, time left") {
 TEST_CASE("decode_server_time: TIME in ms since the epoch") {
   CHECK(lock::decode_server_time(array({bulk("1700000000"), bulk("123999")}))
         == 1'700'000'000'123);
-  // Nil reads as an empty string, which counts as 0.
-  CHECK(lock::decode_server_time(array({nil(), nil()})) == 0);
   const auto decode = [](Reply reply) {
     return failure_of([&] { return lock::decode_server_time(reply); });
   };
+  // Nil reads as an empty string, which is no number.
+  CHECK(decode(array({nil(), nil()}))
+        == "TIME: unexpected reply ('' is not an integer)");
+  CHECK(decode(array({bulk("1700000000"), bulk("12x")}))
+        == "TIME: unexpected reply ('12x' is not an integer)");
   CHECK(decode(error("NOPERM no TIME for you"))
         == "cannot read the server time: NOPERM no TIME for you");
   CHECK(decode(integer(1)) == "unexpected reply to TIME");
@@ -427,22 +430,47 @@ TEST_CASE("decode_lock_state: free, or odd fields") {
   lock::decode_lock_state(state, array({bulk("pid"), bulk("1")}), integer(-2));
   CHECK_FALSE(state.held);
   CHECK(state.pid == 0);
-  // Without expiry; a number is read up to its first other character (0
-  // without a digit); an odd last field is left out.
+  // Without expiry; an odd last field is left out.
   lock::decode_lock_state(
       state,
-      array({bulk("pid"), bulk("12x"), bulk("user"), nil(), bulk("host")}),
+      array({bulk("pid"), bulk("12"), bulk("user"), nil(), bulk("host")}),
       integer(-1));
   CHECK(state.held);
   CHECK(state.ttl_ms == -1);
   CHECK(state.pid == 12);
   CHECK(state.user.empty());
   CHECK(state.host.empty());
-  lock::LockState junk;
-  junk.key = "rlock:{x}";
-  lock::decode_lock_state(
-      junk, array({bulk("fence"), bulk("abc")}), integer(5));
-  CHECK(junk.fence == 0);
+}
+
+TEST_CASE("decode_lock_state: a number field that is not an integer is a "
+          "malformed reply, not 0") {
+  const auto decode = [](Reply hash, Reply holders = array({})) {
+    return failure_of([&] {
+      lock::LockState state;
+      state.key = "rlock:{x}";
+      lock::decode_lock_state(state, hash, integer(5), holders, 1000);
+      return state;
+    });
+  };
+  const std::string what = "cannot read lock rlock:{x}: unexpected reply";
+  CHECK(decode(array({bulk("fence"), bulk("abc")}))
+        == what + " ('abc' is not an integer)");
+  CHECK(decode(array({bulk("pid"), bulk("12x")}))
+        == what + " ('12x' is not an integer)");
+  CHECK(decode(array({bulk("acquired_ms"), bulk("")}))
+        == what + " ('' is not an integer)");
+  CHECK(decode(array({bulk("renewals"), bulk(" 7")}))
+        == what + " (' 7' is not an integer)");
+  // A semaphore's limit, a holder's slot and its score.
+  CHECK(decode(array({bulk("limit"), bulk("3x")}),
+               array({bulk("a"), bulk("9000")}))
+        == what + " ('3x' is not an integer)");
+  CHECK(decode(array({bulk("limit"), bulk("3"), bulk("a:slot"), bulk("-")}),
+               array({bulk("a"), bulk("9000")}))
+        == what + " ('-' is not an integer)");
+  CHECK(
+      decode(array({bulk("limit"), bulk("3")}), array({bulk("a"), bulk("9e3")}))
+      == what + " ('9e3' is not an integer)");
 }
 
 TEST_CASE("decode_lock_state: error and malformed replies") {

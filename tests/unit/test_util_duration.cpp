@@ -75,3 +75,11 @@ TEST_CASE("format_seconds drops trailing zeros") {
   CHECK(format_seconds(30s) == "30s");
   CHECK(format_seconds(5ms) == "0.005s");
 }
+
+TEST_CASE("to_ms gives whole milliseconds, cut toward zero") {
+  CHECK(rlock::to_ms(30s) == 30'000);
+  CHECK(rlock::to_ms(1999us) == 1);
+  CHECK(rlock::to_ms(999us) == 0);
+  CHECK(rlock::to_ms(-1500us) == -1);
+  CHECK(rlock::to_ms(Duration::max()) == Duration::max().count() / 1'000'000);
+}

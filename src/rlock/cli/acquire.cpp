@@ -4,7 +4,6 @@
 #include <rlock/cli/wait_hooks.hpp>
 #include <rlock/lock/describe.hpp>
 #include <rlock/proc/process_info.hpp>
-#include <rlock/proc/termination.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
@@ -182,8 +181,7 @@ run(const AcquireOptions& options) {
       options.name, outcome.attempt, options.limit, "this acquire");
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
-    proc::end_by_signal(outcome.signal);
-    return exit_code::k_signal_base + outcome.signal;
+    return interrupted_by(outcome.signal);
   }
   if (outcome.kind == Kind::timed_out) {
     report_not_acquired(options, std::get<lock::Busy>(outcome.attempt));

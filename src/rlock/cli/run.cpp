@@ -511,8 +511,7 @@ run(const RunOptions& options) {
       options.name, outcome.attempt, options.limit, "this run");
   using Kind = lock::WaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
-    proc::end_by_signal(outcome.signal);
-    return exit_code::k_signal_base + outcome.signal;
+    return interrupted_by(outcome.signal);
   }
   if (outcome.kind == Kind::timed_out) {
     report_not_acquired(options.name,
@@ -542,8 +541,7 @@ run(const RunOptions& options) {
   events::emit("acquired", options.name, fields);
   if (const int signal = take_terminating(signals)) {
     end_hold(held);
-    proc::end_by_signal(signal);
-    return exit_code::k_signal_base + signal;
+    return interrupted_by(signal);
   }
   if (options.once_per) {
     try {

@@ -2,7 +2,6 @@
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait.hpp>
 #include <rlock/cli/wait_hooks.hpp>
-#include <rlock/proc/termination.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -56,8 +55,7 @@ run(const WaitFreeOptions& options) {
       make_wait_hooks(signals));
   using Kind = lock::FreeWaitOutcome::Kind;
   if (outcome.kind == Kind::interrupted) {
-    proc::end_by_signal(outcome.signal);
-    return exit_code::k_signal_base + outcome.signal;
+    return interrupted_by(outcome.signal);
   }
   return outcome.kind == Kind::free ? exit_code::k_success
                                     : options.waiting.conflict_exit_code;

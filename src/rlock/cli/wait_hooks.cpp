@@ -1,4 +1,6 @@
+#include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/wait_hooks.hpp>
+#include <rlock/proc/termination.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/clock.hpp>
 #include <rlock/util/error.hpp>
@@ -46,6 +48,12 @@ take_terminating(const proc::SignalBlock& signals) {
     }
   }
   return 0;
+}
+
+int
+interrupted_by(int signal) {
+  proc::end_by_signal(signal);
+  return exit_code::k_signal_base + signal;
 }
 
 lock::WaitHooks

@@ -13,6 +13,11 @@ inline constexpr std::array<int, 6> k_forwarded_signals{
 // Returns the first pending signal other than SIGCHLD, or 0.
 int take_terminating(const proc::SignalBlock& signals);
 
+// Asks main() to end rlock by `signal` once all is cleaned up
+// (proc::end_by_signal), as a command interrupted by it would end; returns
+// 128+N, the exit code should rlock outlive that.
+int interrupted_by(int signal);
+
 // Returns the hooks a waiter needs: sleeps that a signal in `signals` cuts
 // short.
 lock::WaitHooks make_wait_hooks(const proc::SignalBlock& signals);

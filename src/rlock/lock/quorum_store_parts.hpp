@@ -6,6 +6,7 @@
 
 #include <rlock/lock/quorum_acquire.hpp>
 #include <rlock/lock/quorum_store.hpp>
+#include <rlock/util/duration.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -26,12 +27,6 @@ inline constexpr Duration k_round_bound = std::chrono::seconds(1);
 // A subscription that is not confirmed within this is left out: the
 // waiter's timers cover what it would have heard.
 inline constexpr Duration k_subscribe_bound = std::chrono::milliseconds(500);
-
-inline std::int64_t
-to_ms(Duration duration) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(duration)
-      .count();
-}
 
 // The reasons of the answers that do not count, joined.
 inline std::string

@@ -245,10 +245,7 @@ Renewer::publish_renewal(BootTime sent,
   }
   log::info("renewed " + quote(m_name) + " (valid for "
             + format_duration(m_timing.ttl) + ")");
-  nlohmann::ordered_json fields{
-      {"ttl_ms",
-       std::chrono::duration_cast<std::chrono::milliseconds>(m_timing.ttl)
-           .count()}};
+  nlohmann::ordered_json fields{{"ttl_ms", to_ms(m_timing.ttl)}};
   if (renewal.confirmed > 0) {
     fields["confirmed"] = renewal.confirmed;
   }
@@ -286,11 +283,7 @@ Renewer::report_failure(BootTime deadline, const std::string& error) {
   if (!m_at_risk && left < m_timing.ttl / 3) {
     m_at_risk = true;
     events::emit(
-        "at-risk",
-        m_name,
-        {{"left_ms",
-          std::chrono::duration_cast<std::chrono::milliseconds>(left).count()},
-         {"error", error}});
+        "at-risk", m_name, {{"left_ms", to_ms(left)}, {"error", error}});
   }
 }
 

@@ -1,23 +1,28 @@
 #include <rlock/lock/keys.hpp>
 #include <rlock/lock/replies.hpp>
-#include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 namespace rlock::lock {
 
 namespace {
 
+// The integer in a string the scripts wrote (a fence, a pid, a slot, a
+// score) or TIME gave; anything else is not a reply of theirs.
 std::int64_t
-to_int(const std::string& text) {
-  std::int64_t value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value);
-  return value;
+to_int(const std::string& text, const std::string& what) {
+  const auto value = parse_integer(text);
+  if (!value) {
+    throw redis::Failure(redis::FailureKind::unexpected_reply,
+                         what + ": unexpected reply (" + quote(text)
+                             + " is not an integer)");
+  }
+  return *value;
 }
 
 // Throws unless `reply` is an array of at least `size` elements.
@@ -56,34 +61,36 @@ decode_busy(const redis::Reply& reply, const std::string& what) {
 void
 fill_field(HolderRecord& state,
            const std::string& field,
-           const std::string& value) {
+           const std::string& value,
+           const std::string& what) {
   if (field == "token") {
     state.token = value;
   } else if (field == "fence") {
-    state.fence = to_int(value);
+    state.fence = to_int(value, what);
   } else if (field == "host") {
     state.host = value;
   } else if (field == "pid") {
-    state.pid = to_int(value);
+    state.pid = to_int(value, what);
   } else if (field == "user") {
     state.user = value;
   } else if (field == "command") {
     state.command = value;
   } else if (field == "acquired_ms") {
-    state.acquired_ms = to_int(value);
+    state.acquired_ms = to_int(value, what);
   } else if (field == "renewals") {
-    state.renewals = to_int(value);
+    state.renewals = to_int(value, what);
   }
 }
 
 void
 fill_holder_field(PermitHolder& holder,
                   const std::string& field,
-                  const std::string& value) {
+                  const std::string& value,
+                  const std::string& what) {
   if (field == "slot") {
-    holder.slot = to_int(value);
+    holder.slot = to_int(value, what);
   } else if (field != "token") { // the token is the one of its key
-    fill_field(holder, field, value);
+    fill_field(holder, field, value, what);
   }
 }
 
@@ -100,19 +107,20 @@ fill_semaphore(LockState& state,
     fields[redis::string_of(hash.elements[i], what)] =
         redis::string_of(hash.elements[i + 1], what);
   }
-  state.limit = to_int(fields["limit"]);
+  const auto limit = fields.find("limit");
+  state.limit = limit == fields.end() ? 0 : to_int(limit->second, what);
   for (std::size_t i = 0; i + 1 < expiries.elements.size(); i += 2) {
     PermitHolder holder;
     holder.token = redis::string_of(expiries.elements[i], what);
     holder.ttl_ms =
-        to_int(redis::string_of(expiries.elements[i + 1], what)) - now_ms;
+        to_int(redis::string_of(expiries.elements[i + 1], what), what) - now_ms;
     if (holder.ttl_ms <= 0) {
       continue; // its lease ended; the next script drops it
     }
     const std::string prefix = holder.token + ":";
     for (const auto& [field, value] : fields) {
       if (field.starts_with(prefix)) {
-        fill_holder_field(holder, field.substr(prefix.size()), value);
+        fill_holder_field(holder, field.substr(prefix.size()), value, what);
       }
     }
     state.holders.push_back(std::move(holder));
@@ -233,9 +241,9 @@ decode_server_time(const redis::Reply& reply) {
                          "unexpected reply to TIME");
   }
   const std::int64_t seconds =
-      to_int(redis::string_of(reply.elements[0], "TIME"));
+      to_int(redis::string_of(reply.elements[0], "TIME"), "TIME");
   const std::int64_t micros =
-      to_int(redis::string_of(reply.elements[1], "TIME"));
+      to_int(redis::string_of(reply.elements[1], "TIME"), "TIME");
   std::int64_t ms = 0;
   if (__builtin_mul_overflow(seconds, 1000, &ms)
       || __builtin_add_overflow(ms, micros / 1000, &ms)) {
@@ -268,7 +276,8 @@ decode_lock_state(LockState& state,
   for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
     fill_field(state,
                redis::string_of(hash.elements[i], what),
-               redis::string_of(hash.elements[i + 1], what));
+               redis::string_of(hash.elements[i + 1], what),
+               what);
   }
 }
 

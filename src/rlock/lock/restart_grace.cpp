@@ -3,11 +3,11 @@
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
-#include <charconv>
 
 namespace rlock::lock {
 
@@ -73,14 +73,7 @@ integer_field(const Fields& fields, std::string_view name) {
   if (it == fields.end()) {
     return std::nullopt;
   }
-  const auto& text = it->second;
-  std::int64_t value = 0;
-  const auto [end, error] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
+  return parse_integer(it->second);
 }
 
 // True when `id` is a replication ID that is set: 40 hex digits, not all 0.
@@ -99,16 +92,9 @@ uptime_of(std::string_view info) {
   std::size_t at = 0;
   while ((at = info.find(k_field, at)) != std::string_view::npos) {
     if (at == 0 || info[at - 1] == '\n') {
-      const auto value = info.substr(at + k_field.size());
-      std::int64_t uptime = -1;
-      const auto [end, error] =
-          std::from_chars(value.data(), value.data() + value.size(), uptime);
-      const bool line_ends =
-          end == value.data() + value.size() || *end == '\r' || *end == '\n';
-      if (error == std::errc() && line_ends && uptime >= 0) {
-        return uptime;
-      }
-      return std::nullopt;
+      auto value = info.substr(at + k_field.size());
+      value = value.substr(0, value.find_first_of("\r\n"));
+      return parse_integer(value, 0);
     }
     at += k_field.size();
   }

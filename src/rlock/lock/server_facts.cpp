@@ -2,9 +2,9 @@
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/clock.hpp>
+#include <rlock/util/integer.hpp>
 
 #include <array>
-#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <thread>
@@ -166,16 +166,10 @@ probe_wait(redis::Connection& connection,
 // The integer in a bulk string reply ("1700000000"), or nothing.
 std::optional<std::int64_t>
 integer_in(const redis::Reply& reply) {
-  std::int64_t value = 0;
   if (!reply.is_string()) {
     return std::nullopt;
   }
-  const auto* text_end = reply.text.data() + reply.text.size();
-  const auto [end, ec] = std::from_chars(reply.text.data(), text_end, value);
-  if (ec != std::errc() || end != text_end) {
-    return std::nullopt;
-  }
-  return value;
+  return parse_integer(reply.text);
 }
 
 // One TIME: the server's clock in microseconds since the epoch, and when it

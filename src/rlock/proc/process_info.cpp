@@ -1,4 +1,5 @@
 #include <rlock/proc/process_info.hpp>
+#include <rlock/util/integer.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <climits>
+#include <limits>
 #include <map>
 
 namespace rlock::proc {
@@ -52,11 +54,9 @@ numeric_entries(const char* path) {
   }
   while (const dirent* entry = readdir(dir)) {
     const std::string_view name(entry->d_name);
-    pid_t pid = 0;
-    const auto [ptr, ec] =
-        std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec == std::errc() && ptr == name.data() + name.size()) {
-      pids.push_back(pid);
+    if (const auto pid =
+            parse_integer(name, 0, std::numeric_limits<pid_t>::max())) {
+      pids.push_back(static_cast<pid_t>(*pid));
     }
   }
   closedir(dir);

@@ -1,10 +1,11 @@
 #include <rlock/proc/signals.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/text.hpp>
 
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <csignal>
+#include <limits>
 #include <utility>
 
 namespace rlock::proc {
@@ -27,13 +28,12 @@ const std::array<std::pair<std::string_view, int>, 31> k_signals{{
 
 std::optional<int>
 parse_number(std::string_view text) {
-  int value = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) {
+  const auto value = parse_integer(
+      text, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+  if (!value) {
     return std::nullopt;
   }
-  return value;
+  return static_cast<int>(*value);
 }
 
 // Parses "RTMIN", "RTMIN+N", "RTMAX", "RTMAX-N".

@@ -1,9 +1,9 @@
 #include <rlock/redis/cluster.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdint>
 
 namespace rlock::redis {
@@ -162,14 +162,11 @@ sorted(SlotMap map) {
 // Reads a decimal number of at most 5 digits, without a sign; -1 otherwise.
 int
 small_number(std::string_view text) {
-  int value = -1;
-  const auto* end = text.data() + text.size();
   if (text.empty() || text.size() > 5 || text.front() < '0'
-      || text.front() > '9'
-      || std::from_chars(text.data(), end, value).ptr != end) {
+      || text.front() > '9') {
     return -1;
   }
-  return value;
+  return static_cast<int>(parse_integer(text).value_or(-1));
 }
 
 } // namespace

@@ -261,27 +261,4 @@ throw_if_error(const Reply& reply, const std::string& what) {
   }
 }
 
-long long
-integer_of(const Reply& reply, const std::string& what) {
-  if (reply.type != Reply::Type::integer) {
-    fail_with(FailureKind::unexpected_reply,
-              what + ": unexpected reply type "
-                  + std::to_string(static_cast<int>(reply.type)));
-  }
-  return reply.integer;
-}
-
-std::string
-string_of(const Reply& reply, const std::string& what) {
-  if (reply.is_nil()) {
-    return {};
-  }
-  if (reply.type != Reply::Type::string && reply.type != Reply::Type::status) {
-    fail_with(FailureKind::unexpected_reply,
-              what + ": unexpected reply type "
-                  + std::to_string(static_cast<int>(reply.type)));
-  }
-  return reply.text;
-}
-
 } // namespace rlock::redis

@@ -117,13 +117,4 @@ private:
 // cli/ names its options. Call before any connection.
 void set_password_sources(const std::string& sources);
 
-// Throws Error (unavailable) when `reply` is an error reply: "<what>: <error>".
-void throw_if_error(const Reply& reply, const std::string& what);
-
-// Returns the reply's integer; throws Error (unavailable) for any other type.
-long long integer_of(const Reply& reply, const std::string& what);
-
-// Returns the reply's string ("" for nil); throws Error for other types.
-std::string string_of(const Reply& reply, const std::string& what);
-
 } // namespace rlock::redis

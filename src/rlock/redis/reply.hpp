@@ -44,4 +44,15 @@ struct Reply {
   }
 };
 
+// The accessors a decoder reads a reply with. throw_if_error is defined in
+// connection.cpp, which words a refusal for want of a password.
+// Throws Error (unavailable) when `reply` is an error reply: "<what>: <error>".
+void throw_if_error(const Reply& reply, const std::string& what);
+
+// Returns the reply's integer; throws Error (unavailable) for any other type.
+long long integer_of(const Reply& reply, const std::string& what);
+
+// Returns the reply's string ("" for nil); throws Error for other types.
+std::string string_of(const Reply& reply, const std::string& what);
+
 } // namespace rlock::redis

@@ -2,11 +2,11 @@
 #include <rlock/redis/fanout.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/sentinel.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <optional>
 
@@ -197,14 +197,12 @@ view_of(const std::string& sentinel,
     return view;
   }
   const auto& port_text = where.elements[1].text;
-  int port = 0;
-  const auto* end = port_text.data() + port_text.size();
-  if (std::from_chars(port_text.data(), end, port).ptr != end || port <= 0
-      || port > 65535) {
+  const auto port = parse_integer(port_text, 1, 65535);
+  if (!port) {
     view.why = "named port " + quote(port_text);
     return view;
   }
-  view.master = HostPort{where.elements[0].text, port};
+  view.master = HostPort{where.elements[0].text, static_cast<int>(*port)};
   const auto fields = fields_of(settings);
   if (const auto flags = fields.find("flags"); flags != fields.end()) {
     // Once the replica to promote answers as master, the sentinel leading
@@ -221,12 +219,7 @@ view_of(const std::string& sentinel,
     view.down = has_flag(flags->second, "o_down");
   }
   if (const auto epoch = fields.find("config-epoch"); epoch != fields.end()) {
-    const auto& text = epoch->second;
-    std::int64_t value = -1;
-    const auto* last = text.data() + text.size();
-    if (std::from_chars(text.data(), last, value).ptr == last) {
-      view.config_epoch = value;
-    }
+    view.config_epoch = parse_integer(epoch->second).value_or(-1);
   }
   return view;
 }

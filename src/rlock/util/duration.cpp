@@ -145,8 +145,7 @@ format_duration(Duration duration) {
 
 std::string
 format_seconds(Duration duration) {
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+  const auto ms = to_ms(duration);
   std::string text = std::to_string(ms / 1000);
   auto fraction = std::to_string(1000 + ms % 1000).substr(1);
   while (!fraction.empty() && fraction.back() == '0') {

@@ -3,6 +3,7 @@
 #include <rlock/util/expected.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,13 @@ using Duration = std::chrono::nanoseconds;
 // unknown unit or more than 2^63-1 ns. Zero is accepted; callers that need a
 // positive value check it themselves.
 Expected<Duration> parse_duration(std::string_view text);
+
+// Returns `duration` in whole milliseconds, cut toward zero.
+inline std::int64_t
+to_ms(Duration duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration)
+      .count();
+}
 
 // Returns `ms` milliseconds, clamped to +-100 years: values read from a
 // server are not trusted to fit, and the clamp leaves room to add to them.

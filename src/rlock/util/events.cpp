@@ -1,4 +1,5 @@
 #include <rlock/util/clock.hpp>
+#include <rlock/util/duration.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/events.hpp>
 #include <rlock/util/output.hpp>
@@ -45,9 +46,7 @@ emit(const std::string& event,
   nlohmann::ordered_json line{
       {"event", event},
       {"name", lock_name},
-      {"mono_ms",
-       std::chrono::duration_cast<std::chrono::milliseconds>(boot_now())
-           .count()},
+      {"mono_ms", to_ms(boot_now())},
       {"time", format_iso8601_utc(wall_now_ms())},
   };
   line.update(fields);
