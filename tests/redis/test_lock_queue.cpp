@@ -1,5 +1,5 @@
 // The --fair queue and the wake-ups, against a real redis-server.
-#include <rlock/lock/protocol.hpp>
+#include <rlock/store/protocol.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/random.hpp>

@@ -1,7 +1,7 @@
 // Semaphores (--limit N) in the lock scripts, against a real redis-server
 // started by tests/lib/with-redis.sh (RLOCK_TEST_URL).
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/status.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/redis/url.hpp>
 #include <rlock/util/random.hpp>
 

@@ -1,4 +1,4 @@
-#include <rlock/lock/keys.hpp>
+#include <rlock/store/keys.hpp>
 #include <rlock/redis/cluster.hpp>
 
 #include <catch2/catch.hpp>

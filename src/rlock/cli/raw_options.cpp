@@ -2,7 +2,7 @@
 // options): issue #24 item 6 splits it.
 
 #include <rlock/cli/raw_options.hpp>
-#include <rlock/lock/keys.hpp>
+#include <rlock/store/keys.hpp>
 #include <rlock/lock/lease.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>

@@ -1,6 +1,6 @@
-#include <rlock/lock/cluster_store.hpp>
-#include <rlock/lock/discovering_store.hpp>
-#include <rlock/lock/redis_store.hpp>
+#include <rlock/store/cluster_store.hpp>
+#include <rlock/store/discovering_store.hpp>
+#include <rlock/store/redis_store.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <rlock/lock/keys.hpp>
+#include <rlock/store/keys.hpp>
 #include <rlock/lock/lease.hpp>
 #include <rlock/redis/connection.hpp>
 

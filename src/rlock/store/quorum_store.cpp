@@ -4,8 +4,8 @@
 // quorum_counts.cpp).
 
 #include <rlock/lock/quorum_counts.hpp>
-#include <rlock/lock/quorum_store.hpp>
-#include <rlock/lock/replies.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/fanout.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/status.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/redis/reply.hpp>
 #include <rlock/util/duration.hpp>
 

@@ -1,4 +1,4 @@
-#include <rlock/lock/cluster_store.hpp>
+#include <rlock/store/cluster_store.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>

@@ -1,14 +1,14 @@
 // Over 600 lines: one server's steps plus the Sentinel re-checks around
 // WAIT; issue #24 moves the stores to a room of their own and splits this.
 
-#include <rlock/lock/cluster_store.hpp>
-#include <rlock/lock/discovering_store.hpp>
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/quorum_store.hpp>
-#include <rlock/lock/redis_store.hpp>
+#include <rlock/store/cluster_store.hpp>
+#include <rlock/store/discovering_store.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
-#include <rlock/lock/status.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/subscription.hpp>

@@ -1,5 +1,5 @@
-#include <rlock/lock/keys.hpp>
-#include <rlock/lock/replies.hpp>
+#include <rlock/store/keys.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/error.hpp>
