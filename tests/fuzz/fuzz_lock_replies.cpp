@@ -4,11 +4,11 @@
 // to the commands of one protocol step. The first byte picks the step. Error
 // is the expected way to fail; anything else is a finding.
 #include <rlock/cli/status_view.hpp>
-#include <rlock/store/keys.hpp>
-#include <rlock/store/replies.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/reply_reader.hpp>
 #include <rlock/redis/subscription.hpp>
+#include <rlock/store/keys.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/error.hpp>
 
 #include "fuzz.hpp"

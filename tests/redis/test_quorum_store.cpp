@@ -2,10 +2,10 @@
 // against the test server. The quorum's "servers" are databases 1-3 of that
 // one server: independent keyspaces, which is all the store's logic sees.
 #include <rlock/lock/deployment.hpp>
-#include <rlock/store/quorum_store.hpp>
 #include <rlock/redis/fanout.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/store/quorum_store.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/random.hpp>
 

@@ -2,8 +2,8 @@
 // options): issue #24 item 6 splits it.
 
 #include <rlock/cli/raw_options.hpp>
-#include <rlock/store/keys.hpp>
 #include <rlock/lock/lease.hpp>
+#include <rlock/store/keys.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 

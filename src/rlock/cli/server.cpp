@@ -1,4 +1,5 @@
 #include <rlock/cli/server.hpp>
+#include <rlock/store/open_store.hpp>
 #include <rlock/util/log.hpp>
 
 namespace rlock::cli {

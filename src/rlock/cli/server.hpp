@@ -2,6 +2,7 @@
 
 #include <rlock/cli/options.hpp>
 #include <rlock/lock/deployment.hpp>
+#include <rlock/lock/store.hpp>
 
 #include <memory>
 

@@ -2,11 +2,11 @@
 
 #include <rlock/lock/replicas.hpp>
 #include <rlock/lock/restart_grace.hpp>
-#include <rlock/lock/store.hpp>
 #include <rlock/redis/cluster_map.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/sentinel.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/util/clock.hpp>
 
 #include <memory>
 #include <string>
@@ -15,9 +15,9 @@
 namespace rlock::lock {
 
 // Where the locks live, as parsed from the command line: one server, the
-// master a set of sentinels names, or a Redis Cluster. A new kind of
-// deployment (a quorum of servers) adds its description here and its store
-// to open_store().
+// master a set of sentinels names, a Redis Cluster, or a quorum of servers.
+// A new kind of deployment adds its description here and its store to
+// open_store() (store/open_store.cpp).
 struct Deployment {
   redis::Endpoint endpoint; // one server; with a Cluster, one of its masters
   // Set: the master these sentinels name, found anew on every connection.
@@ -37,10 +37,6 @@ struct Deployment {
   std::vector<Deployment> members;
   int quorum = 0;
 };
-
-// Returns the store for `deployment`, not yet connected: the one place that
-// decides which store runs.
-std::unique_ptr<LockStore> open_store(const Deployment& deployment);
 
 // Returns `options` with the connect and reply timeouts cut to what is left
 // until `deadline`, when one is set.

@@ -1,5 +1,5 @@
-#include <rlock/store/cluster_store.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/cluster_store.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 

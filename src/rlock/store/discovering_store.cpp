@@ -1,7 +1,7 @@
+#include <rlock/redis/failure.hpp>
 #include <rlock/store/cluster_store.hpp>
 #include <rlock/store/discovering_store.hpp>
 #include <rlock/store/redis_store.hpp>
-#include <rlock/redis/failure.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 

@@ -4,12 +4,12 @@
 // quorum_counts.cpp).
 
 #include <rlock/lock/quorum_counts.hpp>
-#include <rlock/store/quorum_store.hpp>
-#include <rlock/store/replies.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/fanout.hpp>
 #include <rlock/redis/script.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/random.hpp>

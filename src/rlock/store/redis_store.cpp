@@ -1,17 +1,14 @@
-// Over 600 lines: one server's steps plus the Sentinel re-checks around
-// WAIT; issue #24 moves the stores to a room of their own and splits this.
+// About 600 lines: one server's steps plus the Sentinel re-checks around
+// WAIT.
 
-#include <rlock/store/cluster_store.hpp>
-#include <rlock/store/discovering_store.hpp>
-#include <rlock/store/protocol.hpp>
-#include <rlock/store/quorum_store.hpp>
-#include <rlock/store/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
-#include <rlock/store/status.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/subscription.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/redis_store.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -71,20 +68,6 @@ private:
 };
 
 } // namespace
-
-std::unique_ptr<LockStore>
-open_store(const Deployment& deployment) {
-  if (!deployment.members.empty()) {
-    return std::make_unique<QuorumStore>(deployment);
-  }
-  if (deployment.cluster) {
-    return std::make_unique<ClusterStore>(deployment);
-  }
-  if (!deployment.sentinel && !deployment.endpoint.is_unix()) {
-    return std::make_unique<DiscoveringStore>(deployment);
-  }
-  return std::make_unique<RedisStore>(deployment);
-}
 
 redis::ConnectOptions
 bounded_by(redis::ConnectOptions options, std::optional<BootTime> deadline) {
@@ -267,7 +250,7 @@ AcquireAttempt
 RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
   return on_current_master([&](redis::Connection& c) {
-    const auto undo = [&] { lock::release(c, lock_keys, request.token); };
+    const auto give_back = [&] { lock::release(c, lock_keys, request.token); };
     auto attempt = attempt_after_grace(
         c,
         request.name,
@@ -282,7 +265,7 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
                              request.limit,
                              request.parent_token);
         },
-        undo);
+        give_back);
     if (attempt.acquired) {
       // A quarter of the lease at most: the command must still have most of
       // it once the lock counts.
@@ -297,7 +280,7 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
                                    + " does not count: " + standing.why);
         }
       } catch (const redis::Failure&) {
-        undo();
+        give_back();
         throw;
       }
     }

@@ -1,10 +1,10 @@
 #pragma once
 
 #include <rlock/lock/deployment.hpp>
-#include <rlock/store/keys.hpp>
 #include <rlock/lock/store.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/sentinel.hpp>
+#include <rlock/store/keys.hpp>
 
 #include <optional>
 

@@ -1,7 +1,7 @@
-#include <rlock/store/keys.hpp>
-#include <rlock/store/replies.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/keys.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 
