@@ -102,7 +102,7 @@ public:
   Waiter(std::function<AcquireAttempt(bool waited)> attempt,
          std::function<std::int64_t()> remaining,
          std::function<std::unique_ptr<Wakeups>()> watch,
-         LockStore& store,
+         LockSession& store,
          const std::string& name,
          Duration ttl,
          const WaitOptions& options,
@@ -142,7 +142,7 @@ private:
   std::function<AcquireAttempt(bool waited)> m_attempt;
   std::function<std::int64_t()> m_remaining; // the lock's PTTL
   std::function<std::unique_ptr<Wakeups>()> m_watch;
-  LockStore& m_store;
+  LockSession& m_store;
   const std::string& m_name;
   Duration m_ttl;
   const WaitOptions& m_options;
@@ -453,7 +453,7 @@ Waiter::give_up() {
 } // namespace
 
 WaitOutcome
-wait_for_lock(LockStore& store,
+wait_for_lock(LockSession& store,
               const LockRequest& request,
               const WaitOptions& options,
               const WaitHooks& hooks) {
@@ -497,7 +497,7 @@ wait_for_lock(LockStore& store,
 }
 
 WaitOutcome
-wait_until_free(LockStore& store,
+wait_until_free(LockSession& store,
                 const std::string& name,
                 const WaitOptions& options,
                 const WaitHooks& hooks) {
