@@ -55,4 +55,8 @@ plant "hiredis in cli/" rlock/cli/run.cpp '#include <hiredis/hiredis.h>' \
   'hiredis header outside redis/'
 plant "hiredis in lock/" rlock/lock/timing.cpp '#include <hiredis/read.h>' \
   'hiredis header outside redis/'
+plant "include circle" rlock/store/keys.cpp '#include <rlock/store/status.hpp>' \
+  'include circle: rlock/store/keys <->.*rlock/store/status'
+plant "include circle through a product" rlock/store/redis_store.cpp \
+  '#include <rlock/store/quorum_store.hpp>' 'include circle: .*rlock/store/redis_store'
 exit $((failures > 0))
