@@ -9,9 +9,9 @@
 //   name_of_cluster_tag() reads back (so no two names share a tag) and whose
 //   lock keys share one slot, and a tag name_of_cluster_tag() reads is the
 //   one cluster_safe_tag() gives.
-#include <rlock/lock/keys.hpp>
 #include <rlock/redis/cluster.hpp>
 #include <rlock/redis/reply_reader.hpp>
+#include <rlock/store/keys.hpp>
 
 #include "fuzz.hpp"
 #include <algorithm>

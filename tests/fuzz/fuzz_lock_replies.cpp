@@ -1,15 +1,15 @@
-// The lock protocol's reply decoders (lock/replies.hpp, the status views and
+// The lock protocol's reply decoders (store/replies.hpp, the status views and
 // redis/subscription.hpp's) on the replies ReplyReader parses from the
 // fuzzer's bytes, in memory: the bytes are what a server answered, in order,
 // to the commands of one protocol step. The first byte picks the step. Error
 // is the expected way to fail; anything else is a finding.
 #include <rlock/cli/status_view.hpp>
 #include <rlock/lock/describe.hpp>
-#include <rlock/lock/keys.hpp>
-#include <rlock/lock/replies.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/reply_reader.hpp>
 #include <rlock/redis/subscription.hpp>
+#include <rlock/store/keys.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/error.hpp>
 
 #include "fuzz.hpp"
@@ -96,7 +96,7 @@ show(const lock::StatusSnapshot& snapshot) {
   (void)cli::format_status_json(snapshot);
 }
 
-// As lock/status.cpp reads `names`: TIME, then per lock HGETALL, PTTL,
+// As store/status.cpp reads `names`: TIME, then per lock HGETALL, PTTL,
 // ZCOUNT and a semaphore's holders (ZRANGE WITHSCORES); in a listing, a key
 // that is not a lock is skipped.
 lock::StatusSnapshot
@@ -123,7 +123,7 @@ read_states(ReplyQueue& replies,
   return snapshot;
 }
 
-// As lock/status.cpp lists locks: SCAN pages until the cursor is "0".
+// As store/status.cpp lists locks: SCAN pages until the cursor is "0".
 void
 list_locks(ReplyQueue& replies) {
   std::vector<std::string> names;

@@ -3,15 +3,19 @@
 
     tests/lint/layers.py [SRC_DIR]      (default: src)
 
-Modules depend one way: cli may include lock, redis, proc and util; lock
-may include redis and util; redis and proc only util; util nothing of
-rlock's. Besides:
+Modules depend one way: cli may include store, lock, redis, proc and
+util; store (the Redis-backed stores) lock, redis and util; lock (the
+policy and the store interfaces) redis and util; redis and proc only util;
+util nothing of rlock's. Besides:
   - no hiredis header outside src/rlock/redis/;
-  - below cli/ (lock, redis, proc, util): no exit code (`exit_code::` or
+  - below cli/ (store, lock, redis, proc, util): no exit code (`exit_code::` or
     cli/exit_codes.hpp) and no command-line option's name anywhere in a
     string literal ("--ttl ...", "... set --restart-grace 0"): lower layers
     say what failed, cli/ chooses the code and names the option (it hands
-    lower layers the names they print, as data).
+    lower layers the names they print, as data);
+  - no include circle between files: a file and its header (x.cpp, x.hpp)
+    count as one, and none may reach itself through the includes of others
+    (within a module too: a circle has no floor to stand on).
 Prints `file:line: rule` for each violation; exits 1 if there is any.
 """
 import pathlib
@@ -19,13 +23,14 @@ import re
 import sys
 
 ALLOWED = {
-    "cli": {"cli", "lock", "redis", "proc", "util"},
+    "cli": {"cli", "store", "lock", "redis", "proc", "util"},
+    "store": {"store", "lock", "redis", "util"},
     "lock": {"lock", "redis", "util"},
     "redis": {"redis", "util"},
     "proc": {"proc", "util"},
     "util": {"util"},
 }
-LOWER = {"lock", "redis", "proc", "util"}
+LOWER = {"store", "lock", "redis", "proc", "util"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -88,12 +93,70 @@ def check_file(path, src):
     return problems
 
 
+def unit_of(path, src):
+    """rlock/lock/waiter for src/rlock/lock/waiter.{cpp,hpp}."""
+    return str(path.relative_to(src).with_suffix(""))
+
+
+def include_circles(paths, src):
+    """Each set of units that include one another in a circle, as a line."""
+    edges = {}
+    for path in paths:
+        unit = unit_of(path, src)
+        targets = edges.setdefault(unit, set())
+        for raw in path.read_text(errors="replace").splitlines():
+            include = INCLUDE.match(strip_comment(raw))
+            if include and include.group(1).startswith("rlock/"):
+                target = str(pathlib.PurePath(include.group(1)).with_suffix(""))
+                if target != unit:
+                    targets.add(target)
+    # Tarjan's strongly connected components, without recursion.
+    index, low, on_stack, stack, circles = {}, {}, set(), [], []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        component.append(top)
+                        if top == node:
+                            break
+                    if len(component) > 1:
+                        circles.append(sorted(component))
+            elif child not in edges:
+                continue  # a generated header (version.hpp, scripts.hpp)
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(edges.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return [f"{src}: include circle: {' <-> '.join(c)}" for c in circles]
+
+
 def main():
     src = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "src")
     problems = []
-    for path in sorted(src.rglob("*")):
-        if path.suffix in (".cpp", ".hpp", ".in", ".h") and path.is_file():
-            problems += check_file(path, src)
+    paths = [path for path in sorted(src.rglob("*"))
+             if path.suffix in (".cpp", ".hpp", ".in", ".h") and path.is_file()]
+    for path in paths:
+        problems += check_file(path, src)
+    problems += include_circles(paths, src)
     for problem in problems:
         print(problem)
     return 1 if problems else 0

@@ -32,21 +32,31 @@ else
   echo "FAIL: the tree as it is does not pass"
   failures=$((failures + 1))
 fi
-plant "upward include" rlock/lock/keys.cpp '#include <rlock/cli/run.hpp>' \
+plant "upward include" rlock/lock/timing.cpp '#include <rlock/cli/run.hpp>' \
   'lock/ may not include cli/'
+plant "store include from lock/" rlock/lock/waiter.cpp \
+  '#include <rlock/store/redis_store.hpp>' 'lock/ may not include store/'
+plant "upward include from store/" rlock/store/keys.cpp '#include <rlock/cli/run.hpp>' \
+  'store/ may not include cli/'
+plant "exit code in store/" rlock/store/redis_store.cpp \
+  'int f() { return exit_code::k_usage; }' 'exit code below cli/'
 plant "sibling include" rlock/proc/child.cpp '#include <rlock/redis/url.hpp>' \
   'proc/ may not include redis/'
-plant "exit code in lock/" rlock/lock/keys.cpp 'int f() { return exit_code::k_usage; }' \
+plant "exit code in lock/" rlock/lock/timing.cpp 'int f() { return exit_code::k_usage; }' \
   'exit code below cli/'
 plant "exit codes header in proc/" rlock/proc/child.cpp \
   '#include <rlock/cli/exit_codes.hpp>' 'proc/ may not include cli/'
 plant "option name in redis/" rlock/redis/url.cpp \
   'const char* k_bad = "--url: no";' 'option name below cli/'
-plant "option name mid-message in lock/" rlock/lock/keys.cpp \
+plant "option name mid-message in lock/" rlock/lock/timing.cpp \
   'const char* k_bad = "allow INFO or set --restart-grace 0";' \
   'option name below cli/'
 plant "hiredis in cli/" rlock/cli/run.cpp '#include <hiredis/hiredis.h>' \
   'hiredis header outside redis/'
-plant "hiredis in lock/" rlock/lock/keys.cpp '#include <hiredis/read.h>' \
+plant "hiredis in lock/" rlock/lock/timing.cpp '#include <hiredis/read.h>' \
   'hiredis header outside redis/'
+plant "include circle" rlock/store/keys.cpp '#include <rlock/store/status.hpp>' \
+  'include circle: rlock/store/keys <->.*rlock/store/status'
+plant "include circle through a product" rlock/store/redis_store.cpp \
+  '#include <rlock/store/quorum_store.hpp>' 'include circle: .*rlock/store/redis_store'
 exit $((failures > 0))

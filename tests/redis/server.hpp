@@ -3,11 +3,11 @@
 // lock names and a holder record.
 #pragma once
 
-#include <rlock/lock/keys.hpp>
 #include <rlock/lock/lease.hpp>
-#include <rlock/lock/protocol.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/store/keys.hpp>
+#include <rlock/store/protocol.hpp>
 #include <rlock/util/random.hpp>
 
 #include <catch2/catch.hpp>

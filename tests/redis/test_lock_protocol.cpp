@@ -2,11 +2,12 @@
 // tests/lib/with-redis.sh, which passes its URL in RLOCK_TEST_URL.
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/lock/deployment.hpp>
-#include <rlock/lock/protocol.hpp>
 #include <rlock/lock/renewer.hpp>
-#include <rlock/lock/status.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/store/open_store.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/util/random.hpp>
 
 #include <catch2/catch.hpp>

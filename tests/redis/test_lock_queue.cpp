@@ -1,7 +1,7 @@
 // The --fair queue and the wake-ups, against a real redis-server.
-#include <rlock/lock/protocol.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/store/protocol.hpp>
 #include <rlock/util/random.hpp>
 
 #include <catch2/catch.hpp>

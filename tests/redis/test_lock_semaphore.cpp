@@ -1,8 +1,8 @@
 // Semaphores (--limit N) in the lock scripts, against a real redis-server
 // started by tests/lib/with-redis.sh (RLOCK_TEST_URL).
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/status.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/util/random.hpp>
 
 #include <catch2/catch.hpp>

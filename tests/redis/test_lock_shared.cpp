@@ -1,7 +1,7 @@
 // Shared locks (--shared) in the lock scripts, against a real redis-server:
 // plain and shared holders take turns, writers first, the --fair queue.
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/status.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/status.hpp>
 
 #include <catch2/catch.hpp>
 

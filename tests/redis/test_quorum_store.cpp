@@ -1,11 +1,11 @@
-// The fan-out (redis/fanout.cpp) and the quorum store (lock/quorum_store.cpp)
+// The fan-out (redis/fanout.cpp) and the quorum store (store/quorum_store.cpp)
 // against the test server. The quorum's "servers" are databases 1-3 of that
 // one server: independent keyspaces, which is all the store's logic sees.
 #include <rlock/lock/deployment.hpp>
-#include <rlock/lock/quorum_store.hpp>
 #include <rlock/redis/fanout.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/store/quorum_store.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/random.hpp>
 

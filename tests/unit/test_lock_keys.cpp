@@ -1,5 +1,5 @@
-#include <rlock/lock/keys.hpp>
 #include <rlock/redis/cluster.hpp>
+#include <rlock/store/keys.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 #include <rlock/cli/exit_codes.hpp>
-#include <rlock/lock/replies.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/error.hpp>
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
-#include <rlock/lock/cluster_store.hpp>
-#include <rlock/lock/discovering_store.hpp>
-#include <rlock/lock/keys.hpp>
 #include <rlock/redis/cluster.hpp>
+#include <rlock/store/cluster_store.hpp>
+#include <rlock/store/discovering_store.hpp>
+#include <rlock/store/keys.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <rlock/cli/commands.hpp>
+#include <rlock/cli/command_entry.hpp>
 
 namespace rlock::cli {
 

@@ -1,6 +1,6 @@
 #include <rlock/cli/raw_options.hpp>
-#include <rlock/lock/keys.hpp>
 #include <rlock/lock/lease.hpp>
+#include <rlock/store/keys.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 

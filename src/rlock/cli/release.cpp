@@ -52,7 +52,7 @@ supervised_token(const std::string& token) {
 }
 
 int
-force_release(const ReleaseOptions& options, lock::LockStore& store) {
+force_release(const ReleaseOptions& options, lock::LockSteps& store) {
   const auto broken = store.force_release(options.name);
   if (!broken) {
     log::warning("lock " + quote(options.name) + " was not held");

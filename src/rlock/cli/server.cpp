@@ -5,6 +5,7 @@
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/cli/server.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/store/open_store.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 

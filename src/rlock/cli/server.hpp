@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rlock/lock/deployment.hpp>
+#include <rlock/lock/store.hpp>
 
 #include <memory>
 

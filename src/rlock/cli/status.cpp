@@ -93,7 +93,7 @@ table_width(const StatusOptions& options) {
 }
 
 lock::StatusSnapshot
-read_snapshot(lock::LockStore& store, const StatusOptions& options) {
+read_snapshot(lock::StoreSurvey& store, const StatusOptions& options) {
   if (!options.names.empty()) {
     return store.read_locks(options.names);
   }
@@ -176,7 +176,7 @@ report_silent_nodes(const lock::DeploymentState& state,
 // Returns the topology line for a replicated or sharded deployment ("" for
 // one server); a node that did not answer is named on stderr.
 std::string
-topology_line(lock::LockStore& store, const lock::StatusSnapshot& snapshot) {
+topology_line(lock::StoreSurvey& store, const lock::StatusSnapshot& snapshot) {
   const auto state = store.deployment_state();
   if (!state) {
     return {};
@@ -187,7 +187,7 @@ topology_line(lock::LockStore& store, const lock::StatusSnapshot& snapshot) {
 
 // Redraws the table every interval until SIGINT, SIGTERM or SIGHUP.
 int
-watch(lock::LockStore& store, const StatusOptions& options) {
+watch(lock::StoreSurvey& store, const StatusOptions& options) {
   const proc::SignalBlock signals({SIGINT, SIGTERM, SIGHUP}, {SIGPIPE});
   const bool terminal = isatty(STDOUT_FILENO) != 0;
   const auto interval_ms =
@@ -212,7 +212,7 @@ watch(lock::LockStore& store, const StatusOptions& options) {
 // The Sentinel master's address, which every lock of `snapshot` is kept on;
 // "" when the store said where each lock is (Cluster) or there is none.
 std::string
-common_node(lock::LockStore& store, const lock::StatusSnapshot& snapshot) {
+common_node(lock::StoreSurvey& store, const lock::StatusSnapshot& snapshot) {
   const bool located =
       std::all_of(snapshot.locks.begin(),
                   snapshot.locks.end(),
@@ -226,7 +226,7 @@ common_node(lock::LockStore& store, const lock::StatusSnapshot& snapshot) {
 
 // Prints `snapshot` as a table or JSON.
 void
-print_snapshot(lock::LockStore& store,
+print_snapshot(lock::StoreSurvey& store,
                const StatusOptions& options,
                const lock::StatusSnapshot& snapshot) {
   if (options.json) {

@@ -29,7 +29,7 @@ waiting_store(const lock::Deployment& server,
 }
 
 int
-not_held(lock::LockStore& store, const std::string& name) {
+not_held(lock::LockSteps& store, const std::string& name) {
   std::string whose;
   try {
     const auto now = store.peek(name);

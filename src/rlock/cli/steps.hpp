@@ -21,7 +21,7 @@ std::unique_ptr<lock::LockStore> waiting_store(const lock::Deployment& server,
 
 // Warns that `name` is not held by the token given, saying whether it is
 // free or whose it is now; returns 1.
-int not_held(lock::LockStore& store, const std::string& name);
+int not_held(lock::LockSteps& store, const std::string& name);
 
 // Throws the usage error of a `who` ("this run") whose `attempt` at lock
 // `name` can never succeed: its live holders took it with another limit

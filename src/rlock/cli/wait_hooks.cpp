@@ -66,7 +66,7 @@ make_wait_hooks(const proc::SignalBlock& signals) {
 }
 
 lock::WaitOutcome
-acquire_or_undo(lock::LockStore& store,
+acquire_or_undo(lock::LockSession& store,
                 const lock::LockRequest& request,
                 const lock::WaitOptions& options,
                 const proc::SignalBlock& signals,
@@ -87,7 +87,7 @@ acquire_or_undo(lock::LockStore& store,
 }
 
 void
-connect_for_waiting(lock::LockStore& store, const WaitingOptions& waiting) {
+connect_for_waiting(lock::StoreSession& store, const WaitingOptions& waiting) {
   try {
     store.connect();
   } catch (const redis::Failure& failure) {

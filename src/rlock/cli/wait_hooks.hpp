@@ -30,7 +30,8 @@ wait_options_of(const WaitingOptions& waiting) {
 
 // Connects now, so that a wrong URL is said at once; a failover under way
 // is left to the wait (without -n), which rides it out.
-void connect_for_waiting(lock::LockStore& store, const WaitingOptions& waiting);
+void connect_for_waiting(lock::StoreSession& store,
+                         const WaitingOptions& waiting);
 
 // Waits for the lock, cut short by signals in `signals`. An acquire whose
 // reply never came may have taken the lock: on an error, and when a wait
@@ -39,7 +40,7 @@ void connect_for_waiting(lock::LockStore& store, const WaitingOptions& waiting);
 // `before_waiting`, when given, runs once before the first sleep: what the
 // caller can prepare while another holds the lock.
 lock::WaitOutcome
-acquire_or_undo(lock::LockStore& store,
+acquire_or_undo(lock::LockSession& store,
                 const lock::LockRequest& request,
                 const lock::WaitOptions& options,
                 const proc::SignalBlock& signals,

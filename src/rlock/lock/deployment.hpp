@@ -2,13 +2,12 @@
 
 #include <rlock/lock/replicas.hpp>
 #include <rlock/lock/restart_grace.hpp>
-#include <rlock/lock/store.hpp>
 #include <rlock/redis/cluster_map.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/sentinel.hpp>
 #include <rlock/redis/url.hpp>
+#include <rlock/util/clock.hpp>
 
-#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -48,7 +47,9 @@ struct Quorum {
 using Topology = std::variant<Single, Sentinel, Cluster, Quorum>;
 
 // Where the locks live, parsed once from the command line (cli/server.cpp):
-// the topology, and what all its servers share.
+// the topology, and what all its servers share. A new kind of deployment
+// adds its alternative to Topology and its store to open_store()
+// (store/open_store.cpp).
 struct Deployment {
   Topology topology;
   redis::ConnectOptions connect{};
@@ -59,10 +60,6 @@ struct Deployment {
   // quorum's members carry their own; this is the first one's).
   ReplicaPolicy replicas{};
 };
-
-// Returns the store for `deployment`, not yet connected: the one place that
-// decides which store runs.
-std::unique_ptr<LockStore> open_store(const Deployment& deployment);
 
 // Returns `options` with the connect and reply timeouts cut to what is left
 // until `deadline`, when one is set.

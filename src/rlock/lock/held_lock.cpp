@@ -3,7 +3,7 @@
 
 namespace rlock::lock {
 
-HeldLock::HeldLock(LockStore& store,
+HeldLock::HeldLock(LockSession& store,
                    LockRequest request,
                    Granted acquired,
                    LeaseTiming timing)

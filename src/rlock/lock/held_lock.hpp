@@ -15,7 +15,7 @@ namespace rlock::lock {
 // lives in, the renewer that keeps it alive, and the ways a hold ends.
 class HeldLock {
 public:
-  HeldLock(LockStore& store,
+  HeldLock(LockSession& store,
            LockRequest request,
            Granted acquired,
            LeaseTiming timing);
@@ -104,7 +104,7 @@ private:
   template <typename Step>
   auto retried_once(Step&& step);
 
-  LockStore& m_store;
+  LockSession& m_store;
   LockRequest m_request;
   Granted m_acquired;
   LeaseTiming m_timing;

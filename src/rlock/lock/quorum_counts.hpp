@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-// The decisions of the quorum store (lock/quorum_store.cpp) that need no
+// The decisions of the quorum store (store/quorum_store.cpp) that need no
 // server: how answers count. Pure, unit-tested in test_lock_quorum_counts.
 namespace rlock::lock::quorum {
 

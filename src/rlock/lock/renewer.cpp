@@ -38,7 +38,7 @@ signal_eventfd(int fd) {
 
 } // namespace
 
-Renewer::Renewer(std::unique_ptr<LockStore> store,
+Renewer::Renewer(std::unique_ptr<LockSession> store,
                  std::string name,
                  std::string token,
                  LeaseTiming timing,

@@ -28,7 +28,7 @@ public:
   // Prepares renewing, on `store`, the lease `token` holds on lock `name`
   // since the request sent at `sent`; the thread starts with
   // start_when_due().
-  Renewer(std::unique_ptr<LockStore> store,
+  Renewer(std::unique_ptr<LockSession> store,
           std::string name,
           std::string token,
           LeaseTiming timing,
@@ -104,7 +104,7 @@ private:
   void record_failure(const std::string& error);
   void notify() const;
 
-  std::unique_ptr<LockStore> m_store;
+  std::unique_ptr<LockSession> m_store;
   std::string m_name;
   std::string m_token;
   LeaseTiming m_timing;

@@ -1,7 +1,9 @@
 #pragma once
 
-#include <rlock/lock/protocol.hpp>
+#include <rlock/lock/lease.hpp>
+#include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/util/clock.hpp>
 
 #include <cstdint>
 #include <functional>

@@ -12,6 +12,8 @@
 
 namespace rlock::lock {
 
+class LockStore;
+
 // Turns readable (fd()) when a lock a waiter watches may have come free:
 // its holder released it, or the waiter's turn in the --fair queue came.
 class Wakeups {
@@ -32,20 +34,46 @@ public:
   virtual int take() = 0;
 };
 
-// Where locks are kept: one server today; a quorum of servers, or a store
-// with several holders per NAME, fit behind the same steps. One store is one
-// thread's session: it holds its connections and is not thread-safe; a
-// thread of its own (the renewer) opens a store of its own.
+// The session a store keeps: its connections, made at the first step and
+// again after a failure. One store is one thread's session: it is not
+// thread-safe; a thread of its own (the renewer) opens a store of its own
+// with another().
+class StoreSession {
+public:
+  virtual ~StoreSession() = default;
+
+  // Returns a store of its own on the same servers, for another thread.
+  virtual std::unique_ptr<LockStore> another() const = 0;
+
+  // Connects now rather than at the first step.
+  virtual void connect() = 0;
+
+  // Drops the connections; the next step makes new ones.
+  virtual void disconnect() = 0;
+
+  // Bounds every later step, its connecting included, to end by `deadline`
+  // (nothing: the configured timeouts alone).
+  virtual void set_deadline(std::optional<BootTime> deadline) = 0;
+
+  // Returns a descriptor that turns readable when an idle connection hears
+  // from its server (it closed, or says something unasked), -1 when not
+  // connected. Then ask idle_connection_broken().
+  virtual int idle_fd() const = 0;
+
+  // True when an idle connection was closed by its server or heard something
+  // unasked: the next step must make a new one.
+  virtual bool idle_connection_broken() = 0;
+};
+
+// The steps on one lock: what a run, a waiter, a renewer and the script
+// steps (acquire, extend, release, check, wait) use.
 //
 // Every step throws redis::Failure when the servers fail or answer with an
 // error (redis::may_pass() tells whether trying again on a new connection
 // may help); "not held" and "busy" are answers, not failures.
-class LockStore {
+class LockSteps {
 public:
-  virtual ~LockStore() = default;
-
-  // Returns a store of its own on the same servers, for another thread.
-  virtual std::unique_ptr<LockStore> another() const = 0;
+  virtual ~LockSteps() = default;
 
   // Returns where lock `name` is kept, for people and scripts ($RLOCK_KEY).
   virtual std::string key_of(std::string_view name) const = 0;
@@ -105,19 +133,6 @@ public:
   virtual void
   mark_slot_done(std::string_view name, std::int64_t number, Duration keep) = 0;
 
-  // Reads the named locks, in the order given.
-  virtual StatusSnapshot read_locks(const std::vector<std::string>& names) = 0;
-
-  // Reads every held lock whose NAME matches the glob `match`, by name.
-  virtual StatusSnapshot list_locks(std::string_view match) = 0;
-
-  // Returns what each server says about itself, for rlock doctor.
-  virtual std::vector<ServerFacts> examine() = 0;
-
-  // Returns how a replicated deployment stands (Sentinel: the master, its
-  // replicas, each sentinel's view); nothing for a single server.
-  virtual std::optional<DeploymentState> deployment_state() = 0;
-
   // Starts watching for the wake-ups of a waiter for lock `name` with
   // `token`: a release wakes one waiter (the queue's head, or one outside
   // the queue); a wake-up sent while no waiter listens is kept for the
@@ -128,25 +143,42 @@ public:
   // Starts watching for every release of lock `name`, for a look that takes
   // nothing (rlock wait). Returns once no later release can be missed.
   virtual std::unique_ptr<Wakeups> watch_releases(std::string_view name) = 0;
-
-  // Connects now rather than at the first step.
-  virtual void connect() = 0;
-
-  // Drops the connections; the next step makes new ones.
-  virtual void disconnect() = 0;
-
-  // Bounds every later step, its connecting included, to end by `deadline`
-  // (nothing: the configured timeouts alone).
-  virtual void set_deadline(std::optional<BootTime> deadline) = 0;
-
-  // Returns a descriptor that turns readable when an idle connection hears
-  // from its server (it closed, or says something unasked), -1 when not
-  // connected. Then ask idle_connection_broken().
-  virtual int idle_fd() const = 0;
-
-  // True when an idle connection was closed by its server or heard something
-  // unasked: the next step must make a new one.
-  virtual bool idle_connection_broken() = 0;
 };
+
+// A read-only look at the locks and the servers, for rlock status and rlock
+// doctor. Throws redis::Failure as the steps do.
+class StoreSurvey {
+public:
+  virtual ~StoreSurvey() = default;
+
+  // Reads the named locks, in the order given.
+  virtual StatusSnapshot read_locks(const std::vector<std::string>& names) = 0;
+
+  // Reads every held lock whose NAME matches the glob `match`, by name.
+  virtual StatusSnapshot list_locks(std::string_view match) = 0;
+
+  // Returns what each server says about itself, for rlock doctor.
+  virtual std::vector<ServerFacts> examine() = 0;
+
+  // Returns how a replicated deployment stands (Sentinel: the master, its
+  // replicas, each sentinel's view; Cluster: each shard; a quorum: each
+  // server); nothing for a single server.
+  virtual std::optional<DeploymentState> deployment_state() = 0;
+};
+
+// The lock steps on a session: what a waiter, a renewer and a held lock
+// take (they reconnect, bound their steps, hand a store to the renewer's
+// thread).
+class LockSession : public LockSteps, public StoreSession {};
+
+// Where locks are kept, all three roles in one: what open_store() returns
+// (store/open_store.cpp). One class per kind of deployment implements it:
+// one server or a Sentinel master (RedisStore), a Redis Cluster
+// (ClusterStore), a quorum of servers (QuorumStore), a server that may turn
+// out to be a Cluster node (DiscoveringStore); a store that wraps another
+// derives from ForwardingStore (store/forwarding_store.hpp) and overrides
+// only what it changes. Several holders per NAME (semaphores, shared locks)
+// are LockRequest::limit and parent_token, in every store.
+class LockStore : public LockSession, public StoreSurvey {};
 
 } // namespace rlock::lock

@@ -77,7 +77,7 @@ public:
   Waiter(std::function<Answer(bool waited)> attempt,
          std::function<std::int64_t()> remaining,
          std::function<std::unique_ptr<Wakeups>()> watch,
-         LockStore& store,
+         LockSession& store,
          const std::string& name,
          Duration ttl,
          const WaitOptions& options,
@@ -116,7 +116,7 @@ private:
   std::function<Answer(bool waited)> m_attempt;
   std::function<std::int64_t()> m_remaining; // the lock's PTTL
   std::function<std::unique_ptr<Wakeups>()> m_watch;
-  LockStore& m_store;
+  LockSession& m_store;
   const std::string& m_name;
   Duration m_ttl;
   const WaitOptions& m_options;
@@ -443,7 +443,7 @@ Waiter<Answer>::give_up() {
 } // namespace
 
 WaitOutcome
-wait_for_lock(LockStore& store,
+wait_for_lock(LockSession& store,
               const LockRequest& request,
               const WaitOptions& options,
               const WaitHooks& hooks) {
@@ -490,7 +490,7 @@ wait_for_lock(LockStore& store,
 }
 
 FreeWaitOutcome
-wait_until_free(LockStore& store,
+wait_until_free(LockSession& store,
                 const std::string& name,
                 const WaitOptions& options,
                 const WaitHooks& hooks) {

@@ -57,7 +57,7 @@ struct WaitOutcome {
 // (redis::may_pass()) while it waits, it connects again, backing off, until
 // the wait's deadline; an error before the wait, a lasting one or one past
 // the deadline is thrown.
-WaitOutcome wait_for_lock(LockStore& store,
+WaitOutcome wait_for_lock(LockSession& store,
                           const LockRequest& request,
                           const WaitOptions& options,
                           const WaitHooks& hooks);
@@ -73,9 +73,9 @@ struct FreeWaitOutcome {
 
 // Waits, as wait_for_lock() does, until lock `name` is free, without taking
 // it (rlock wait).
-FreeWaitOutcome wait_until_free(LockStore& store,
-                                const std::string& name,
-                                const WaitOptions& options,
-                                const WaitHooks& hooks);
+FreeWaitOutcome wait_until_free(LockSession& store,
+                                  const std::string& name,
+                                  const WaitOptions& options,
+                                  const WaitHooks& hooks);
 
 } // namespace rlock::lock

@@ -1,5 +1,5 @@
+#include <rlock/redis/protocol_error.hpp>
 #include <rlock/redis/reply_limits.hpp>
-#include <rlock/redis/reply_reader.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rlock/redis/protocol_error.hpp>
 #include <rlock/redis/reply.hpp>
 #include <rlock/redis/reply_limits.hpp>
 
@@ -39,19 +40,6 @@ private:
   };
   std::unique_ptr<redisReader, ReaderDeleter> m_reader;
   ReplyLimits m_limits;
-};
-
-// The bytes from the server are not the Redis protocol; what() says why.
-class ProtocolError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-// A reply announced more elements or bytes than ReplyLimits allows; what()
-// says what it announced.
-class ReplyTooLarge : public ProtocolError {
-public:
-  using ProtocolError::ProtocolError;
 };
 
 // Returns `args` as one RESP command (an array of bulk strings).

@@ -3,8 +3,8 @@
 // (quorum::merge_status()).
 
 #include <rlock/lock/quorum_status.hpp>
-#include <rlock/lock/quorum_store.hpp>
-#include <rlock/lock/quorum_store_parts.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/quorum_store_parts.hpp>
 
 namespace rlock::lock {
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/status.hpp>
+#include <rlock/lock/lease.hpp>
 #include <rlock/redis/reply.hpp>
+#include <rlock/store/keys.hpp>
 #include <rlock/util/duration.hpp>
 
 #include <cstdint>

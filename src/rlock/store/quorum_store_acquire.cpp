@@ -4,9 +4,9 @@
 
 #include <rlock/lock/quorum_acquire.hpp>
 #include <rlock/lock/quorum_counts.hpp>
-#include <rlock/lock/quorum_store.hpp>
-#include <rlock/lock/quorum_store_parts.hpp>
-#include <rlock/lock/replies.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/quorum_store_parts.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>

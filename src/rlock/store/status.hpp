@@ -1,8 +1,8 @@
 #pragma once
 
-#include <rlock/lock/keys.hpp>
 #include <rlock/lock/lease.hpp>
 #include <rlock/redis/connection.hpp>
+#include <rlock/store/keys.hpp>
 
 #include <cstdint>
 #include <string>

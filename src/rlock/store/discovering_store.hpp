@@ -1,7 +1,7 @@
 #pragma once
 
 #include <rlock/lock/deployment.hpp>
-#include <rlock/lock/store.hpp>
+#include <rlock/store/forwarding_store.hpp>
 
 #include <memory>
 #include <optional>
@@ -26,43 +26,29 @@ std::optional<bool> cluster_mode_of(const redis::Reply& info,
 // server is asked whether it is a cluster node (INFO cluster and CLUSTER
 // INFO, one round trip) before the first step; status and doctor always
 // ask.
-class DiscoveringStore final : public LockStore {
+class DiscoveringStore final : public ForwardingStore {
 public:
   explicit DiscoveringStore(Deployment deployment);
 
   std::unique_ptr<LockStore> another() const override;
-  std::string key_of(std::string_view name) const override;
-  AcquireAttempt acquire(const LockRequest& request,
-                         const WaiterEntry& entry) override;
-  PeekResult peek(std::string_view name) override;
-  std::int64_t lease_remaining_ms(std::string_view name) override;
-  Renewal renew(std::string_view name,
-                const std::string& token,
-                Duration ttl,
-                RenewMode mode) override;
-  bool release(std::string_view name, const std::string& token) override;
   void release_quietly(std::string_view name,
                        const std::string& token) noexcept override;
-  std::optional<Duration> check(std::string_view name,
-                                const std::string& token) override;
-  std::optional<BrokenLock> force_release(std::string_view name) override;
-  void leave_queue(std::string_view name, const std::string& token) override;
-  Slot current_slot(std::string_view name, Duration length) override;
-  void mark_slot_done(std::string_view name,
-                      std::int64_t number,
-                      Duration keep) override;
+  std::unique_ptr<Wakeups> watch(std::string_view name,
+                                 const std::string& token) override;
+  std::unique_ptr<Wakeups> watch_releases(std::string_view name) override;
   StatusSnapshot read_locks(const std::vector<std::string>& names) override;
   StatusSnapshot list_locks(std::string_view match) override;
   std::vector<ServerFacts> examine() override;
   std::optional<DeploymentState> deployment_state() override;
-  std::unique_ptr<Wakeups> watch(std::string_view name,
-                                 const std::string& token) override;
-  std::unique_ptr<Wakeups> watch_releases(std::string_view name) override;
-  void connect() override;
-  void disconnect() override;
   void set_deadline(std::optional<BootTime> deadline) override;
-  int idle_fd() const override;
-  bool idle_connection_broken() override;
+
+protected:
+  LockStore& inner() const override;
+  // Runs `step` for lock `name` on the store of now, once the key layout
+  // of `name` is known; on the single server's MOVED or CROSSSLOT, switches
+  // to the cluster and runs it there.
+  void on_store(std::string_view name,
+                const std::function<void(LockStore&)>& step) override;
 
 private:
   DiscoveringStore(Deployment deployment,
@@ -70,11 +56,6 @@ private:
                    bool cluster,
                    bool looked);
 
-  // Runs `step` for lock `name` on the store of now, once the key layout
-  // of `name` is known; on the single server's MOVED or CROSSSLOT, switches
-  // to the cluster and runs it there.
-  template <typename Step>
-  auto on_store(std::string_view name, Step&& step);
   // Asks the server whether it is a cluster node, unless it was asked
   // already or `name` has the same keys either way.
   void settle_layout(std::string_view name);

@@ -1,6 +1,6 @@
-#include <rlock/lock/replies.hpp>
-#include <rlock/lock/status.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/replies.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 

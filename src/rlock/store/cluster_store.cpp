@@ -1,6 +1,6 @@
 #include <rlock/lock/cluster_retry.hpp>
-#include <rlock/lock/cluster_store.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/cluster_store.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 

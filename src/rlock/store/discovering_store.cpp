@@ -1,7 +1,7 @@
-#include <rlock/lock/cluster_store.hpp>
-#include <rlock/lock/discovering_store.hpp>
-#include <rlock/lock/redis_store.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/cluster_store.hpp>
+#include <rlock/store/discovering_store.hpp>
+#include <rlock/store/redis_store.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -142,59 +142,25 @@ DiscoveringStore::settle_layout(std::string_view name) {
   }
 }
 
-template <typename Step>
-auto
-DiscoveringStore::on_store(std::string_view name, Step&& step) {
+LockStore&
+DiscoveringStore::inner() const {
+  return *m_store;
+}
+
+void
+DiscoveringStore::on_store(std::string_view name,
+                           const std::function<void(LockStore&)>& step) {
   settle_layout(name);
   try {
-    return step(*m_store);
+    step(*m_store);
+    return;
   } catch (const redis::Failure& failure) {
     if (m_cluster || !says_cluster(failure)) {
       throw;
     }
   }
   switch_to_cluster();
-  return step(*m_store);
-}
-
-std::string
-DiscoveringStore::key_of(std::string_view name) const {
-  return m_store->key_of(name);
-}
-
-AcquireAttempt
-DiscoveringStore::acquire(const LockRequest& request,
-                          const WaiterEntry& entry) {
-  return on_store(request.name, [&](LockStore& store) {
-    return store.acquire(request, entry);
-  });
-}
-
-PeekResult
-DiscoveringStore::peek(std::string_view name) {
-  return on_store(name, [&](LockStore& store) { return store.peek(name); });
-}
-
-std::int64_t
-DiscoveringStore::lease_remaining_ms(std::string_view name) {
-  return on_store(
-      name, [&](LockStore& store) { return store.lease_remaining_ms(name); });
-}
-
-Renewal
-DiscoveringStore::renew(std::string_view name,
-                        const std::string& token,
-                        Duration ttl,
-                        RenewMode mode) {
-  return on_store(name, [&](LockStore& store) {
-    return store.renew(name, token, ttl, mode);
-  });
-}
-
-bool
-DiscoveringStore::release(std::string_view name, const std::string& token) {
-  return on_store(name,
-                  [&](LockStore& store) { return store.release(name, token); });
+  step(*m_store);
 }
 
 void
@@ -206,42 +172,6 @@ DiscoveringStore::release_quietly(std::string_view name,
   }
 }
 
-std::optional<Duration>
-DiscoveringStore::check(std::string_view name, const std::string& token) {
-  return on_store(name,
-                  [&](LockStore& store) { return store.check(name, token); });
-}
-
-std::optional<BrokenLock>
-DiscoveringStore::force_release(std::string_view name) {
-  return on_store(name,
-                  [&](LockStore& store) { return store.force_release(name); });
-}
-
-void
-DiscoveringStore::leave_queue(std::string_view name, const std::string& token) {
-  on_store(name, [&](LockStore& store) {
-    store.leave_queue(name, token);
-    return true;
-  });
-}
-
-Slot
-DiscoveringStore::current_slot(std::string_view name, Duration length) {
-  return on_store(
-      name, [&](LockStore& store) { return store.current_slot(name, length); });
-}
-
-void
-DiscoveringStore::mark_slot_done(std::string_view name,
-                                 std::int64_t number,
-                                 Duration keep) {
-  on_store(name, [&](LockStore& store) {
-    store.mark_slot_done(name, number, keep);
-    return true;
-  });
-}
-
 StatusSnapshot
 DiscoveringStore::read_locks(const std::vector<std::string>& names) {
   bool braces = has_brace(m_deployment.prefix);
@@ -249,8 +179,8 @@ DiscoveringStore::read_locks(const std::vector<std::string>& names) {
     braces = braces || has_brace(name);
   }
   look_for_cluster(braces);
-  return on_store("",
-                  [&](LockStore& store) { return store.read_locks(names); });
+  return through<StatusSnapshot>(
+      "", [&](LockStore& store) { return store.read_locks(names); });
 }
 
 StatusSnapshot
@@ -284,29 +214,9 @@ DiscoveringStore::watch_releases(std::string_view name) {
 }
 
 void
-DiscoveringStore::connect() {
-  m_store->connect();
-}
-
-void
-DiscoveringStore::disconnect() {
-  m_store->disconnect();
-}
-
-void
 DiscoveringStore::set_deadline(std::optional<BootTime> deadline) {
   m_deadline = deadline;
   m_store->set_deadline(deadline);
-}
-
-int
-DiscoveringStore::idle_fd() const {
-  return m_store->idle_fd();
-}
-
-bool
-DiscoveringStore::idle_connection_broken() {
-  return m_store->idle_connection_broken();
 }
 
 } // namespace rlock::lock

@@ -1,10 +1,10 @@
 #pragma once
 
 #include <rlock/lock/deployment.hpp>
-#include <rlock/lock/keys.hpp>
-#include <rlock/lock/redis_store.hpp>
 #include <rlock/redis/cluster.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/keys.hpp>
+#include <rlock/store/redis_store.hpp>
 
 #include <bitset>
 #include <map>

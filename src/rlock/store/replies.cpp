@@ -1,6 +1,6 @@
-#include <rlock/lock/keys.hpp>
-#include <rlock/lock/replies.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/keys.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/integer.hpp>
 #include <rlock/util/text.hpp>

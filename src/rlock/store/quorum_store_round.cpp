@@ -4,8 +4,8 @@
 // back are rounds too.
 
 #include <rlock/lock/quorum_counts.hpp>
-#include <rlock/lock/quorum_store.hpp>
-#include <rlock/lock/quorum_store_parts.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/quorum_store_parts.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/fanout.hpp>

@@ -1,10 +1,10 @@
 #pragma once
 
 #include <rlock/lock/deployment.hpp>
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/redis_store.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/fanout.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/redis_store.hpp>
 #include <rlock/util/fd.hpp>
 
 #include <map>

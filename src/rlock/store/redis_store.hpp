@@ -1,16 +1,16 @@
 #pragma once
 
 #include <rlock/lock/deployment.hpp>
-#include <rlock/lock/keys.hpp>
 #include <rlock/lock/store.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/sentinel.hpp>
+#include <rlock/store/keys.hpp>
 
 #include <optional>
 
 namespace rlock::lock {
 
-// The store on one Redis master: each step one script (lock/protocol.cpp)
+// The store on one Redis master: each step one script (store/protocol.cpp)
 // on one connection, opened at the first step and again after a failure.
 // With Sentinel, every new connection goes to the master the sentinels name
 // then, checked with ROLE. With a replica policy, the acquire and each

@@ -5,10 +5,15 @@
 
 #include <rlock/lock/quorum_counts.hpp>
 #include <rlock/lock/quorum_status.hpp>
-#include <rlock/lock/quorum_store.hpp>
-#include <rlock/lock/quorum_store_parts.hpp>
-#include <rlock/lock/quorum_wakeups.hpp>
-#include <rlock/lock/replies.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/quorum_store_parts.hpp>
+#include <rlock/store/quorum_wakeups.hpp>
+#include <rlock/store/replies.hpp>
+#include <rlock/lock/restart_grace.hpp>
+#include <rlock/lock/server_facts.hpp>
+#include <rlock/redis/fanout.hpp>
+#include <rlock/redis/script.hpp>
+#include <rlock/util/fd.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 

@@ -1,4 +1,4 @@
-#include <rlock/lock/quorum_wakeups.hpp>
+#include <rlock/store/quorum_wakeups.hpp>
 #include <rlock/redis/failure.hpp>
 
 #include <sys/epoll.h>

@@ -5,7 +5,7 @@
 // an interface: included by those files only.
 
 #include <rlock/lock/quorum_acquire.hpp>
-#include <rlock/lock/quorum_store.hpp>
+#include <rlock/store/quorum_store.hpp>
 #include <rlock/util/duration.hpp>
 
 #include <algorithm>

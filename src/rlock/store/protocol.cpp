@@ -1,6 +1,6 @@
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/replies.hpp>
 #include <rlock/redis/script.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 

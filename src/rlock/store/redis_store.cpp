@@ -1,17 +1,14 @@
-// Over 600 lines: one server's steps plus the Sentinel re-checks around
-// WAIT; issue #24 moves the stores to a room of their own and splits this.
+// About 600 lines: one server's steps plus the Sentinel re-checks around
+// WAIT.
 
-#include <rlock/lock/cluster_store.hpp>
-#include <rlock/lock/discovering_store.hpp>
-#include <rlock/lock/protocol.hpp>
-#include <rlock/lock/quorum_store.hpp>
-#include <rlock/lock/redis_store.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
-#include <rlock/lock/status.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/subscription.hpp>
+#include <rlock/store/protocol.hpp>
+#include <rlock/store/redis_store.hpp>
+#include <rlock/store/status.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -71,23 +68,6 @@ private:
 };
 
 } // namespace
-
-std::unique_ptr<LockStore>
-open_store(const Deployment& deployment) {
-  const auto& topology = deployment.topology;
-  if (std::holds_alternative<Quorum>(topology)) {
-    return std::make_unique<QuorumStore>(deployment);
-  }
-  if (std::holds_alternative<Cluster>(topology)) {
-    return std::make_unique<ClusterStore>(deployment);
-  }
-  // One server over TCP may be a Cluster node: the store finds out.
-  const auto* single = std::get_if<Single>(&topology);
-  if (single && !single->endpoint.is_unix()) {
-    return std::make_unique<DiscoveringStore>(deployment);
-  }
-  return std::make_unique<RedisStore>(deployment);
-}
 
 redis::ConnectOptions
 bounded_by(redis::ConnectOptions options, std::optional<BootTime> deadline) {
@@ -290,7 +270,7 @@ AcquireAttempt
 RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);
   return on_current_master([&](redis::Connection& c) {
-    const auto undo = [&] { lock::release(c, lock_keys, request.token); };
+    const auto give_back = [&] { lock::release(c, lock_keys, request.token); };
     auto attempt = attempt_after_grace(
         c,
         request.name,
@@ -305,7 +285,7 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
                              request.limit,
                              request.parent_token);
         },
-        undo);
+        give_back);
     if (auto* granted = std::get_if<Granted>(&attempt)) {
       // A quarter of the lease at most: the command must still have most of
       // it once the lock counts.
@@ -320,7 +300,7 @@ RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
                                    + " does not count: " + standing.why);
         }
       } catch (const redis::Failure&) {
-        undo();
+        give_back();
         throw;
       }
     }
