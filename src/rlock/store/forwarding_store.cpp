@@ -20,9 +20,9 @@ ForwardingStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   });
 }
 
-AcquireAttempt
+PeekResult
 ForwardingStore::peek(std::string_view name) {
-  return through<AcquireAttempt>(
+  return through<PeekResult>(
       name, [&](LockStore& store) { return store.peek(name); });
 }
 

@@ -21,7 +21,7 @@ public:
   std::string key_of(std::string_view name) const override;
   AcquireAttempt acquire(const LockRequest& request,
                          const WaiterEntry& entry) override;
-  AcquireAttempt peek(std::string_view name) override;
+  PeekResult peek(std::string_view name) override;
   std::int64_t lease_remaining_ms(std::string_view name) override;
   Renewal renew(std::string_view name,
                 const std::string& token,

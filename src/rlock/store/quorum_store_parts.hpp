@@ -1,11 +1,12 @@
 #pragma once
 
 // What the files of the quorum store share (quorum_store.cpp and its
-// quorum_store_*.cpp): bounds and small helpers over a round's answers. Not
-// an interface: included by those files only.
+// quorum_store_*.cpp): bounds and small helpers over a round's answers
+// (QuorumStore::Answer: templates, so that this header stands below
+// quorum_store.hpp and no include circle forms). Not an interface: included
+// by those files only.
 
 #include <rlock/lock/quorum_acquire.hpp>
-#include <rlock/store/quorum_store.hpp>
 #include <rlock/util/duration.hpp>
 
 #include <algorithm>
@@ -29,8 +30,9 @@ inline constexpr Duration k_round_bound = std::chrono::seconds(1);
 inline constexpr Duration k_subscribe_bound = std::chrono::milliseconds(500);
 
 // The reasons of the answers that do not count, joined.
-inline std::string
-failures_text(const std::vector<QuorumStore::Answer>& answers) {
+template <typename Answer>
+std::string
+failures_text(const std::vector<Answer>& answers) {
   std::string text;
   for (const auto& answer : answers) {
     if (answer.failure) {
@@ -41,8 +43,9 @@ failures_text(const std::vector<QuorumStore::Answer>& answers) {
 }
 
 // The servers of `answers` that replied.
-inline std::vector<std::size_t>
-reachable(const std::vector<QuorumStore::Answer>& answers) {
+template <typename Answer>
+std::vector<std::size_t>
+reachable(const std::vector<Answer>& answers) {
   std::vector<std::size_t> members;
   for (const auto& answer : answers) {
     if (answer.reply) {
@@ -53,8 +56,9 @@ reachable(const std::vector<QuorumStore::Answer>& answers) {
 }
 
 // How many of `answers` have a reply.
-inline int
-answered(const std::vector<QuorumStore::Answer>& answers) {
+template <typename Answer>
+int
+answered(const std::vector<Answer>& answers) {
   return static_cast<int>(
       std::count_if(answers.begin(), answers.end(), [](const auto& a) {
         return a.reply.has_value();
