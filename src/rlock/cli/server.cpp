@@ -4,8 +4,8 @@
 
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/cli/server.hpp>
-#include <rlock/util/error.hpp>
 #include <rlock/store/open_store.hpp>
+#include <rlock/util/error.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 

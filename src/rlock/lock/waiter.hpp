@@ -74,8 +74,8 @@ struct FreeWaitOutcome {
 // Waits, as wait_for_lock() does, until lock `name` is free, without taking
 // it (rlock wait).
 FreeWaitOutcome wait_until_free(LockSession& store,
-                                  const std::string& name,
-                                  const WaitOptions& options,
-                                  const WaitHooks& hooks);
+                                const std::string& name,
+                                const WaitOptions& options,
+                                const WaitHooks& hooks);
 
 } // namespace rlock::lock

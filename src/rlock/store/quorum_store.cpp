@@ -5,14 +5,14 @@
 
 #include <rlock/lock/quorum_counts.hpp>
 #include <rlock/lock/quorum_status.hpp>
-#include <rlock/store/quorum_store.hpp>
-#include <rlock/store/quorum_store_parts.hpp>
-#include <rlock/store/quorum_wakeups.hpp>
-#include <rlock/store/replies.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/fanout.hpp>
 #include <rlock/redis/script.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/quorum_store_parts.hpp>
+#include <rlock/store/quorum_wakeups.hpp>
+#include <rlock/store/replies.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
@@ -226,8 +226,7 @@ QuorumStore::release(std::string_view name, const std::string& token) {
         decode_yes_no(*answer.reply, "cannot release lock " + quote(name)) ? 1
                                                                            : 0;
   }
-  const auto standing =
-      quorum::count_release(released, silent, m_quorum);
+  const auto standing = quorum::count_release(released, silent, m_quorum);
   if (standing == quorum::Standing::unknown) {
     // Whether it was still held cannot be told.
     throw redis::Failure(redis::FailureKind::timed_out,

@@ -4,10 +4,10 @@
 
 #include <rlock/lock/quorum_acquire.hpp>
 #include <rlock/lock/quorum_counts.hpp>
+#include <rlock/lock/restart_grace.hpp>
 #include <rlock/store/quorum_store.hpp>
 #include <rlock/store/quorum_store_parts.hpp>
 #include <rlock/store/replies.hpp>
-#include <rlock/lock/restart_grace.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
 
@@ -190,8 +190,7 @@ QuorumStore::not_won(const std::vector<Busy>& busy,
                     + std::to_string(m_quorum)
                     + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
-  result.retry_ms =
-      quorum::not_won_retry_ms(votes, servers, m_quorum);
+  result.retry_ms = quorum::not_won_retry_ms(votes, servers, m_quorum);
   if (result.retry_ms == 0) {
     // Enough servers are not held, but others asked at the same moment, or
     // some were slow: back off a little, at random, so that one of us wins

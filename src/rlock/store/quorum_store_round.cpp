@@ -4,12 +4,12 @@
 // back are rounds too.
 
 #include <rlock/lock/quorum_counts.hpp>
-#include <rlock/store/quorum_store.hpp>
-#include <rlock/store/quorum_store_parts.hpp>
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/fanout.hpp>
 #include <rlock/redis/script.hpp>
+#include <rlock/store/quorum_store.hpp>
+#include <rlock/store/quorum_store_parts.hpp>
 #include <rlock/util/text.hpp>
 
 namespace rlock::lock {
@@ -275,8 +275,8 @@ QuorumStore::unreachable_text(const std::vector<Answer>& answers) const {
     }
   }
   return std::to_string(silent) + " of " + std::to_string(m_members.size())
-         + " servers unreachable, quorum " + std::to_string(m_quorum)
-         + " (" + text + ")";
+         + " servers unreachable, quorum " + std::to_string(m_quorum) + " ("
+         + text + ")";
 }
 
 std::string

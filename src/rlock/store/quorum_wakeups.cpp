@@ -1,5 +1,5 @@
-#include <rlock/store/quorum_wakeups.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/store/quorum_wakeups.hpp>
 
 #include <sys/epoll.h>
 
