@@ -2,9 +2,8 @@
 #include <rlock/lock/lease.hpp>
 #include <rlock/store/keys.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/text.hpp>
-
-#include <charconv>
 
 // The checks that turn the options as typed into values; each throws a usage
 // error naming the option and quoting the bad value. The server settings are
@@ -46,15 +45,12 @@ namespace {
 // Returns --conflict-exit-code's value, 0..255.
 int
 exit_code_of(const std::string& text) {
-  int value = -1;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < 0
-      || value > 255) {
+  const auto value = parse_integer(text, 0, 255);
+  if (!value) {
     throw_usage("--conflict-exit-code: must be an integer from 0 to 255, got "
                 + quote(text));
   }
-  return value;
+  return static_cast<int>(*value);
 }
 
 } // namespace
@@ -77,16 +73,13 @@ timing_of(Duration ttl, std::optional<Duration> kill_after) {
 // Returns --limit's N; throws for anything but an integer 1..k_max_limit.
 std::int64_t
 parse_limit(const std::string& text) {
-  std::int64_t limit = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, limit);
-  if (text.empty() || ec != std::errc() || ptr != end || limit < 1
-      || limit > defaults::k_max_limit) {
+  const auto limit = parse_integer(text, 1, defaults::k_max_limit);
+  if (!limit) {
     throw_usage("--limit: must be an integer from 1 to "
                 + std::to_string(defaults::k_max_limit) + ", got "
                 + quote(text));
   }
-  return limit;
+  return *limit;
 }
 
 std::int64_t

@@ -6,13 +6,13 @@
 #include <rlock/cli/server.hpp>
 #include <rlock/store/open_store.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -161,16 +161,13 @@ replica_policy_of(const RawOptions& raw,
     policy.mode = Mode::all;
     return policy;
   }
-  int count = -1;
-  const auto* end = text->data() + text->size();
-  const auto [ptr, ec] = std::from_chars(text->data(), end, count);
-  if (text->empty() || ec != std::errc() || ptr != end || count < 0
-      || count > 1000) {
+  const auto count = parse_integer(*text, 0, 1000);
+  if (!count) {
     throw_usage(option + ": must be a number of replicas (0..1000), all or "
                 + "auto, got " + quote(*text));
   }
   policy.mode = Mode::count;
-  policy.count = count;
+  policy.count = static_cast<int>(*count);
   return policy;
 }
 
@@ -278,17 +275,14 @@ quorum_of(const RawOptions& raw, int servers) {
   if (servers < 2) {
     throw_usage("--quorum: needs several --url (a quorum of servers)");
   }
-  int quorum = 0;
   const auto& text = *raw.quorum;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, quorum);
-  if (text.empty() || ec != std::errc() || ptr != end || quorum <= servers / 2
-      || quorum > servers) {
+  const auto quorum = parse_integer(text, servers / 2 + 1, servers);
+  if (!quorum) {
     throw_usage("--quorum: must be a majority of the " + std::to_string(servers)
                 + " servers (" + std::to_string(servers / 2 + 1) + ".."
                 + std::to_string(servers) + "), got " + quote(text));
   }
-  return quorum;
+  return static_cast<int>(*quorum);
 }
 
 // Returns the quorum of independent masters (Redlock) `parsed` names.

@@ -3,12 +3,12 @@
 // query parsing; kept whole on purpose.
 
 #include <rlock/redis/url.hpp>
+#include <rlock/util/integer.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 
 namespace rlock::redis {
 
@@ -19,18 +19,6 @@ using Result = Expected<Endpoint>;
 constexpr std::string_view k_tcp_scheme = "redis://";
 constexpr std::string_view k_tls_scheme = "rediss://";
 constexpr std::string_view k_unix_scheme = "unix://";
-
-std::optional<int>
-parse_int(std::string_view text, int min, int max) {
-  int value = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < min
-      || value > max) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 int
 hex_value(char c) {
@@ -152,22 +140,22 @@ parse_host_port(std::string_view text, Endpoint& endpoint) {
     return "missing host";
   }
   if (!port_text.empty()) {
-    const auto port = parse_int(port_text, 1, 65535);
+    const auto port = parse_integer(port_text, 1, 65535);
     if (!port) {
       return "port must be a number from 1 to 65535";
     }
-    endpoint.port = *port;
+    endpoint.port = static_cast<int>(*port);
   }
   return std::nullopt;
 }
 
 std::optional<std::string>
 parse_db(std::string_view text, int& db) {
-  const auto value = parse_int(text, 0, 1'000'000);
+  const auto value = parse_integer(text, 0, 1'000'000);
   if (!value) {
     return "database must be a non-negative number";
   }
-  db = *value;
+  db = static_cast<int>(*value);
   return std::nullopt;
 }
 
