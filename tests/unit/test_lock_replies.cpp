@@ -178,6 +178,15 @@ TEST_CASE("decode_acquire: error replies") {
         == "cannot acquire lock 'x': the server wants a password (give it "
            "with a password file, the environment or the URL): NOAUTH "
            "Authentication required.");
+  // A reply read by a Connection carries where a password can be given
+  // (ConnectOptions::password_sources, set by cli/).
+  CHECK(failure_of([] {
+          auto reply = error("NOAUTH Authentication required.");
+          reply.password_sources = "a vault or a prayer";
+          return lock::decode_acquire(reply, k_what);
+        })
+        == "cannot acquire lock 'x': the server wants a password (give it "
+           "with a vault or a prayer): NOAUTH Authentication required.");
   // A server's text cannot forge a line.
   CHECK(failure_of([] {
           return lock::decode_acquire(error("ERR a\nrlock: b"), k_what);

@@ -212,7 +212,7 @@ TEST_CASE("parse_cluster_slots fails on a reply of another shape",
       integer(3),
       bulk("0 16383 h 1"),
       status("OK"),
-      Reply{Reply::Type::other, "x", 0, {}},
+      Reply{Reply::Type::other, "x", 0, {}, {}},
       // a range that is not an array, or too short
       array({integer(0)}),
       array({nil()}),

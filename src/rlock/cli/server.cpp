@@ -410,6 +410,8 @@ server_of(const RawOptions& raw, const Environment& environment) {
                                                    false);
   deployment.connect.io_timeout = duration_or(
       raw.io_timeout, defaults::k_io_timeout, "--io-timeout", false);
+  deployment.connect.password_sources =
+      "--password-file, $RLOCK_PASSWORD or the URL";
   return deployment;
 }
 
@@ -421,7 +423,6 @@ store_for(const lock::Deployment& deployment) {
     log::warning("--tls-insecure: the server's certificate is not "
                  "verified; anyone on the path can pose as it");
   }
-  redis::set_password_sources("--password-file, $RLOCK_PASSWORD or the URL");
   return lock::open_store(deployment);
 }
 

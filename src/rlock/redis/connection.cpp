@@ -45,26 +45,18 @@ connect_stream(const Endpoint& endpoint, const ConnectOptions& options) {
                    options);
 }
 
-std::string&
-password_sources() {
-  static std::string sources = "a password file, the environment or the URL";
-  return sources;
-}
-
 } // namespace
 
-void
-set_password_sources(const std::string& sources) {
-  password_sources() = sources;
-}
-
-Connection::Connection(std::unique_ptr<Stream> stream, Endpoint endpoint)
-    : m_stream(std::move(stream)), m_endpoint(std::move(endpoint)) {
+Connection::Connection(std::unique_ptr<Stream> stream,
+                       Endpoint endpoint,
+                       const ConnectOptions& options)
+    : m_stream(std::move(stream)), m_endpoint(std::move(endpoint)),
+      m_password_sources(options.password_sources) {
 }
 
 Connection
 Connection::open(const Endpoint& endpoint, const ConnectOptions& options) {
-  Connection connection(connect_stream(endpoint, options), endpoint);
+  Connection connection(connect_stream(endpoint, options), endpoint, options);
   connection.set_io_timeout(options.io_timeout);
   connection.log_in();
   return connection;
@@ -74,8 +66,8 @@ Connection
 Connection::open_on(UniqueFd socket,
                     const Endpoint& endpoint,
                     const ConnectOptions& options) {
-  Connection connection(stream_on(std::move(socket), endpoint, options),
-                        endpoint);
+  Connection connection(
+      stream_on(std::move(socket), endpoint, options), endpoint, options);
   connection.set_io_timeout(options.io_timeout);
   connection.log_in();
   return connection;
@@ -216,7 +208,13 @@ Connection::read_more(bool block) {
 std::optional<Reply>
 Connection::take_parsed_reply() {
   try {
-    return m_reader.next();
+    auto reply = m_reader.next();
+    // An error reply carries where a password can be given, for
+    // throw_if_error() to word a refusal for want of one.
+    if (reply && reply->is_error()) {
+      reply->password_sources = m_password_sources;
+    }
+    return reply;
   } catch (const ProtocolError& error) {
     throw Failure(FailureKind::not_redis,
                   address() + " does not speak the Redis protocol ("
@@ -255,7 +253,11 @@ throw_if_error(const Reply& reply, const std::string& what) {
         || error.find("Protocol error: unauthenticated") != std::string::npos) {
       fail_with(FailureKind::auth_refused,
                 what + ": the server wants a password (give it with "
-                    + password_sources() + "): " + error);
+                    + (reply.password_sources.empty()
+                           ? std::string("a password file, the environment "
+                                         "or the URL")
+                           : reply.password_sources)
+                    + "): " + error);
     }
     throw_server_error(what, error);
   }

@@ -20,6 +20,9 @@ struct ConnectOptions {
   Duration connect_timeout = std::chrono::seconds(2);
   Duration io_timeout = std::chrono::seconds(5);
   TlsOptions tls; // for rediss:// URLs
+  // Where a password can be given, for the message that says the server
+  // wants one (cli/ names its options); "" for a wording that names none.
+  std::string password_sources;
 };
 
 // One connection to one server, plain or TLS, speaking RESP2 (hiredis's
@@ -94,7 +97,9 @@ public:
   std::string address() const;
 
 private:
-  Connection(std::unique_ptr<Stream> stream, Endpoint endpoint);
+  Connection(std::unique_ptr<Stream> stream,
+             Endpoint endpoint,
+             const ConnectOptions& options);
 
   void log_in();
   void flush();
@@ -111,10 +116,7 @@ private:
   bool m_asking = false;
   std::deque<Reply> m_aside;
   std::optional<BootTime> m_server_started;
+  std::string m_password_sources; // ConnectOptions::password_sources
 };
-
-// Sets how a refusal for want of a password says where one can be given;
-// cli/ names its options. Call before any connection.
-void set_password_sources(const std::string& sources);
 
 } // namespace rlock::redis

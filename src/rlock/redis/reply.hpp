@@ -24,6 +24,10 @@ struct Reply {
   std::string text;            // of a string, status or error
   long long integer = 0;       // of an integer
   std::vector<Reply> elements; // of an array
+  // Of an error reply read by a Connection: where a password can be given
+  // (ConnectOptions::password_sources), for throw_if_error() to word a
+  // refusal for want of one. Not part of what the server sent.
+  std::string password_sources;
 
   bool
   is_error() const {
@@ -45,8 +49,11 @@ struct Reply {
 };
 
 // The accessors a decoder reads a reply with. throw_if_error is defined in
-// connection.cpp, which words a refusal for want of a password.
-// Throws Error (unavailable) when `reply` is an error reply: "<what>: <error>".
+// connection.cpp, beside the Connection that gives an error reply its
+// password_sources.
+// Throws Error (unavailable) when `reply` is an error reply: "<what>: <error>";
+// a refusal for want of a password says where one can be given (the reply's
+// password_sources, or a wording that names no option).
 void throw_if_error(const Reply& reply, const std::string& what);
 
 // Returns the reply's integer; throws Error (unavailable) for any other type.
