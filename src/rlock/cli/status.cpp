@@ -216,7 +216,7 @@ common_node(lock::StoreSurvey& store, const lock::StatusSnapshot& snapshot) {
   const bool located =
       std::all_of(snapshot.locks.begin(),
                   snapshot.locks.end(),
-                  [](const auto& state) { return !state.node.empty(); });
+                  [](const auto& state) { return state.cluster.has_value(); });
   if (located) {
     return {};
   }

@@ -43,9 +43,11 @@ held_text(std::int64_t now_ms, std::int64_t acquired_ms) {
 // "split" when servers name different tokens ("3/5", "2/5 split").
 std::string
 servers_text(const lock::LockState& state) {
+  static const std::vector<lock::ServerLockState> none;
+  const auto& servers = state.quorum ? state.quorum->servers : none;
   std::size_t agreeing = 0;
   bool split = false;
-  for (const auto& server : state.servers) {
+  for (const auto& server : servers) {
     if (!server.held) {
       continue;
     }
@@ -55,7 +57,7 @@ servers_text(const lock::LockState& state) {
       split = true;
     }
   }
-  return std::to_string(agreeing) + "/" + std::to_string(state.servers.size())
+  return std::to_string(agreeing) + "/" + std::to_string(servers.size())
          + (split ? " split" : "");
 }
 
@@ -268,7 +270,10 @@ cluster_line(const lock::DeploymentState& state) {
 nlohmann::ordered_json
 nodes_json(const lock::LockState& state) {
   auto nodes = nlohmann::ordered_json::array();
-  for (const auto& server : state.servers) {
+  if (!state.quorum) {
+    return nodes;
+  }
+  for (const auto& server : state.quorum->servers) {
     nlohmann::ordered_json node{{"node", server.server}, {"held", server.held}};
     node["token"] = server.held ? nlohmann::ordered_json(server.token)
                                 : nlohmann::ordered_json(nullptr);
@@ -412,14 +417,14 @@ format_status_json(const lock::StatusSnapshot& snapshot,
     }
     // A queue can form behind a lock that just turned free, too.
     entry["waiters"] = state.waiters;
-    if (!state.node.empty() || !node.empty()) {
-      entry["node"] = state.node.empty() ? node : state.node;
+    if (state.cluster || !node.empty()) {
+      entry["node"] = state.cluster ? state.cluster->node : node;
     }
-    if (state.slot >= 0) {
-      entry["slot"] = state.slot;
+    if (state.cluster && state.cluster->slot >= 0) {
+      entry["slot"] = state.cluster->slot;
     }
     if (snapshot.quorum > 0) {
-      entry["quorum"] = state.quorum;
+      entry["quorum"] = state.quorum && state.quorum->agreed;
       entry["nodes"] = nodes_json(state);
     }
     locks.push_back(std::move(entry));

@@ -180,6 +180,19 @@ struct PermitHolder : HolderRecord {
   std::int64_t ttl_ms = 0;
 };
 
+// Redis Cluster: the master that keeps a lock and its key's slot.
+struct ClusterPlace {
+  std::string node;
+  int slot = -1;
+};
+
+// A quorum of servers (Redlock): each server's view of a lock, and whether
+// one token holds it on a quorum of them.
+struct QuorumView {
+  std::vector<ServerLockState> servers;
+  bool agreed = false;
+};
+
 // What the store says about one lock at one moment. The holder's record
 // is meaningful only when held.
 struct LockState : HolderRecord {
@@ -195,15 +208,11 @@ struct LockState : HolderRecord {
   // shared one.
   std::int64_t limit = 0;
   std::vector<PermitHolder> holders;
-  // Redis Cluster: the master that keeps the lock and its key's slot
-  // ("" and -1 elsewhere).
-  std::string node;
-  int slot = -1;
-  // A quorum of servers: each server's view, and whether one token holds it
-  // on a quorum of them (the fields above are that token's, else those of
-  // the token on the most servers).
-  std::vector<ServerLockState> servers;
-  bool quorum = false;
+  // Redis Cluster only: where the lock is kept.
+  std::optional<ClusterPlace> cluster;
+  // A quorum of servers only: how each server sees the lock (the fields
+  // above are then those of the token on a quorum, else on the most servers).
+  std::optional<QuorumView> quorum;
 };
 
 // A Redis Cluster master that did not answer, and why.
