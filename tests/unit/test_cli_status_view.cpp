@@ -141,9 +141,9 @@ shard(const std::string& master, int first, int last) {
   return shard;
 }
 
-lock::DeploymentState
+lock::ClusterDeploymentState
 cluster() {
-  lock::DeploymentState state;
+  lock::ClusterDeploymentState state;
   state.shards = {shard("127.0.0.1:7000", 0, 5460),
                   shard("127.0.0.1:7001", 5461, 10922),
                   shard("127.0.0.1:7002", 10923, 16383)};
@@ -174,7 +174,7 @@ TEST_CASE("format_topology_line: a Cluster's masters, replicas and slots") {
 }
 
 TEST_CASE("format_topology_line: Sentinel") {
-  lock::DeploymentState state;
+  lock::SentinelDeploymentState state;
   state.master_name = "mymaster";
   state.master = "127.0.0.1:7000";
   state.sentinels = {{"127.0.0.1:26380", "127.0.0.1:7000", {}, "OK", ""},
@@ -239,9 +239,9 @@ TEST_CASE("a quorum's status: the redlock line, SERVERS out of all the "
   CHECK(json[0]["nodes"][4]["token"].is_null());
   CHECK(json[0]["nodes"][4]["error"] == "connection refused");
 
-  lock::DeploymentState state;
+  lock::QuorumDeploymentState state;
   state.quorum = 3;
-  state.quorum_servers = {{"a:1", {}}, {"b:2", {}}, {"c:3", "refused"}};
+  state.servers = {{"a:1", {}}, {"b:2", {}}, {"c:3", "refused"}};
   CHECK(cli::format_topology_line(state)
         == "redlock: 3 servers, quorum 3, 2 reachable; down: c:3\n");
 }

@@ -252,7 +252,7 @@ shard_summary(const lock::ClusterShardState& shard) {
 // "cluster: 3 masters, all 16384 slots served; 127.0.0.1:7000: 5461 slots,
 // 1 replica, lag 0s; ...".
 std::string
-cluster_line(const lock::DeploymentState& state) {
+cluster_line(const lock::ClusterDeploymentState& state) {
   std::string line = "cluster: " + plural(state.shards.size(), "master") + ", ";
   if (state.uncovered_slots.empty()) {
     line += "all " + std::to_string(redis::k_cluster_slots) + " slots served";
@@ -292,17 +292,17 @@ nodes_json(const lock::LockState& state) {
 
 // "redlock: 5 servers, quorum 3, 4 reachable; down: 127.0.0.1:7003".
 std::string
-quorum_line(const lock::DeploymentState& state) {
+quorum_line(const lock::QuorumDeploymentState& state) {
   std::string down;
   std::size_t reachable = 0;
-  for (const auto& server : state.quorum_servers) {
+  for (const auto& server : state.servers) {
     if (server.error.empty()) {
       ++reachable;
     } else {
       down += (down.empty() ? "; down: " : ", ") + server.address;
     }
   }
-  return printable("redlock: " + plural(state.quorum_servers.size(), "server")
+  return printable("redlock: " + plural(state.servers.size(), "server")
                    + ", quorum " + std::to_string(state.quorum) + ", "
                    + std::to_string(reachable) + " reachable" + down)
          + "\n";
@@ -436,13 +436,16 @@ format_status_json(const lock::StatusSnapshot& snapshot,
 }
 
 std::string
-format_topology_line(const lock::DeploymentState& state) {
-  if (state.is_cluster()) {
-    return cluster_line(state);
+format_topology_line(const lock::DeploymentState& deployment) {
+  if (const auto* cluster =
+          std::get_if<lock::ClusterDeploymentState>(&deployment)) {
+    return cluster_line(*cluster);
   }
-  if (state.quorum > 0) {
-    return quorum_line(state);
+  if (const auto* quorum =
+          std::get_if<lock::QuorumDeploymentState>(&deployment)) {
+    return quorum_line(*quorum);
   }
+  const auto& state = std::get<lock::SentinelDeploymentState>(deployment);
   const auto agreeing = std::count_if(
       state.sentinels.begin(),
       state.sentinels.end(),

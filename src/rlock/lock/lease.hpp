@@ -268,25 +268,32 @@ struct QuorumServer {
   std::string error;
 };
 
-// How a replicated or sharded deployment stands. Sentinel: where the store
-// writes, its replicas, and what each sentinel says. Cluster: each master.
-struct DeploymentState {
+// How a Sentinel deployment stands: where the store writes, its replicas,
+// and what each sentinel says.
+struct SentinelDeploymentState {
   std::string master_name; // Sentinel's name for the master
-  std::string master;      // the master's address (Sentinel)
+  std::string master;      // the master's address
   std::vector<ReplicaState> replicas;
   std::vector<SentinelState> sentinels;
-  // Redis Cluster: one entry per master of the slot map, by first slot, and
-  // the slots no master serves (none when all 16384 are served).
+};
+
+// How a Redis Cluster stands: one entry per master of the slot map, by first
+// slot, and the slots no master serves (none when all 16384 are served).
+struct ClusterDeploymentState {
   std::vector<ClusterShardState> shards;
   std::vector<redis::SlotSpan> uncovered_slots;
-  // A quorum of servers (Redlock): each server and the quorum (0 elsewhere).
-  std::vector<QuorumServer> quorum_servers;
-  int quorum = 0;
-
-  bool
-  is_cluster() const {
-    return !shards.empty();
-  }
 };
+
+// How a quorum of servers (Redlock) stands: each server, and how many must
+// agree.
+struct QuorumDeploymentState {
+  std::vector<QuorumServer> servers;
+  int quorum = 0;
+};
+
+// How a replicated or sharded deployment stands.
+using DeploymentState = std::variant<SentinelDeploymentState,
+                                     ClusterDeploymentState,
+                                     QuorumDeploymentState>;
 
 } // namespace rlock::lock

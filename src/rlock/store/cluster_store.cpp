@@ -421,7 +421,7 @@ ClusterStore::examine() {
 std::optional<DeploymentState>
 ClusterStore::deployment_state() {
   read_map();
-  DeploymentState state;
+  ClusterDeploymentState state;
   for (const auto& master : m_map->masters()) {
     ClusterShardState shard;
     try {
