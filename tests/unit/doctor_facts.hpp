@@ -82,9 +82,9 @@ without_config_or_info(ServerFacts facts) {
 
 // A Sentinel deployment whose two sentinels agree, with a failover
 // detected after `down_after_ms`.
-inline lock::DeploymentState
+inline lock::SentinelDeploymentState
 sentinel_topology(const std::string& down_after_ms) {
-  lock::DeploymentState state;
+  lock::SentinelDeploymentState state;
   state.master_name = "mymaster";
   state.master = "10.0.0.1:6379";
   for (const char* address : {"10.0.0.9:26379", "10.0.0.8:26379"}) {
@@ -114,9 +114,9 @@ shard(const std::string& master, int first, int last) {
 }
 
 // Three masters with a replica each, all slots served, 5s node timeout.
-inline lock::DeploymentState
+inline lock::ClusterDeploymentState
 cluster_topology() {
-  lock::DeploymentState state;
+  lock::ClusterDeploymentState state;
   state.shards = {shard("10.0.0.1:6379", 0, 5460),
                   shard("10.0.0.2:6379", 5461, 10922),
                   shard("10.0.0.3:6379", 10923, 16383)};
@@ -154,12 +154,12 @@ quorum_facts() {
   return all;
 }
 
-inline lock::DeploymentState
+inline lock::QuorumDeploymentState
 quorum_topology(const std::vector<ServerFacts>& facts, int quorum = 3) {
-  lock::DeploymentState state;
+  lock::QuorumDeploymentState state;
   state.quorum = quorum;
   for (const auto& server : facts) {
-    state.quorum_servers.push_back({server.address, {}});
+    state.servers.push_back({server.address, {}});
   }
   return state;
 }

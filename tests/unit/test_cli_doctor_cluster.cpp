@@ -172,7 +172,9 @@ TEST_CASE("name on a Cluster: its slot and the master serving it, ok") {
 
 TEST_CASE("name on a Cluster: its master says cluster_state fail: fail") {
   DeploymentFacts deployment{{}, cluster_topology()};
-  deployment.topology->shards[2].cluster_info["cluster_state"] = "fail";
+  std::get<lock::ClusterDeploymentState>(*deployment.topology)
+      .shards[2]
+      .cluster_info["cluster_state"] = "fail";
   const auto result = check_name(
       NamedLock{"deploy", "rlock:{deploy}"}, "10.0.0.1:6379", deployment);
   CHECK(result.status == CheckStatus::fail);
@@ -183,7 +185,8 @@ TEST_CASE("name on a Cluster: its master says cluster_state fail: fail") {
 
 TEST_CASE("name on a Cluster: its master did not answer: fail") {
   DeploymentFacts deployment{{}, cluster_topology()};
-  deployment.topology->shards[2].error = "connection refused";
+  std::get<lock::ClusterDeploymentState>(*deployment.topology).shards[2].error =
+      "connection refused";
   const auto result = check_name(
       NamedLock{"deploy", "rlock:{deploy}"}, "10.0.0.1:6379", deployment);
   CHECK(result.status == CheckStatus::fail);
@@ -194,8 +197,10 @@ TEST_CASE("name on a Cluster: its master did not answer: fail") {
 
 TEST_CASE("name on a Cluster: no master serves its slot: fail") {
   DeploymentFacts deployment{{}, cluster_topology()};
-  deployment.topology->shards.pop_back();
-  deployment.topology->uncovered_slots = {{10923, 16383}};
+  std::get<lock::ClusterDeploymentState>(*deployment.topology)
+      .shards.pop_back();
+  std::get<lock::ClusterDeploymentState>(*deployment.topology)
+      .uncovered_slots = {{10923, 16383}};
   const auto result = check_name(
       NamedLock{"deploy", "rlock:{deploy}"}, "10.0.0.1:6379", deployment);
   CHECK(result.status == CheckStatus::fail);
@@ -275,7 +280,8 @@ TEST_CASE("a Cluster's report: a master that did not answer says why, in slot "
   auto facts = cluster_facts();
   std::swap(facts[0], facts[2]);
   facts.erase(facts.begin() + 1);
-  deployment.topology->shards[1].error = "connection refused";
+  std::get<lock::ClusterDeploymentState>(*deployment.topology).shards[1].error =
+      "connection refused";
   const auto report = diagnose_all(facts, timing(), deployment);
   REQUIRE(report.servers.size() == 3);
   CHECK(report.servers[0].address == "10.0.0.1:6379");
@@ -309,7 +315,9 @@ TEST_CASE("a Cluster's report: a master whose facts are missing, though the "
 
 TEST_CASE("a Cluster's report: a Cluster check alone that warns exits 1") {
   DeploymentFacts deployment{{}, cluster_topology()};
-  deployment.topology->shards[0].replicas.clear();
+  std::get<lock::ClusterDeploymentState>(*deployment.topology)
+      .shards[0]
+      .replicas.clear();
   const auto report = diagnose_all(cluster_facts(), timing(), deployment);
   CHECK(doctor_exit_code(report) == 1);
   CHECK(nlohmann::json::parse(format_doctor_json(report))["status"] == "warn");

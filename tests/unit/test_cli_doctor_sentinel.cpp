@@ -18,7 +18,9 @@ TEST_CASE("sentinels: all naming the master, with a failover quorum, is ok") {
 
 TEST_CASE("sentinels: one naming another master warns") {
   DeploymentFacts deployment{{}, sentinel_topology("1000")};
-  deployment.topology->sentinels[0].master = "10.0.0.2:6379";
+  std::get<lock::SentinelDeploymentState>(*deployment.topology)
+      .sentinels[0]
+      .master = "10.0.0.2:6379";
   CHECK(check(healthy(), "sentinels", timing(), deployment).status
         == CheckStatus::warn);
 }
@@ -26,9 +28,15 @@ TEST_CASE("sentinels: one naming another master warns") {
 TEST_CASE("sentinels: none able to reach a failover quorum fails "
           "(CKQUORUM)") {
   DeploymentFacts deployment{{}, sentinel_topology("1000")};
-  deployment.topology->sentinels[0].master = "10.0.0.2:6379";
-  deployment.topology->sentinels[1].error = "refused";
-  deployment.topology->sentinels[0].quorum_check = "NOQUORUM 1 usable";
+  std::get<lock::SentinelDeploymentState>(*deployment.topology)
+      .sentinels[0]
+      .master = "10.0.0.2:6379";
+  std::get<lock::SentinelDeploymentState>(*deployment.topology)
+      .sentinels[1]
+      .error = "refused";
+  std::get<lock::SentinelDeploymentState>(*deployment.topology)
+      .sentinels[0]
+      .quorum_check = "NOQUORUM 1 usable";
   const auto result = check(healthy(), "sentinels", timing(), deployment);
   CHECK(result.status == CheckStatus::fail);
   CHECK_THAT(result.message, Catch::Contains("CKQUORUM"));

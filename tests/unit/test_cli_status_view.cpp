@@ -141,9 +141,9 @@ shard(const std::string& master, int first, int last) {
   return shard;
 }
 
-lock::DeploymentState
+lock::ClusterDeploymentState
 cluster() {
-  lock::DeploymentState state;
+  lock::ClusterDeploymentState state;
   state.shards = {shard("127.0.0.1:7000", 0, 5460),
                   shard("127.0.0.1:7001", 5461, 10922),
                   shard("127.0.0.1:7002", 10923, 16383)};
@@ -174,7 +174,7 @@ TEST_CASE("format_topology_line: a Cluster's masters, replicas and slots") {
 }
 
 TEST_CASE("format_topology_line: Sentinel") {
-  lock::DeploymentState state;
+  lock::SentinelDeploymentState state;
   state.master_name = "mymaster";
   state.master = "127.0.0.1:7000";
   state.sentinels = {{"127.0.0.1:26380", "127.0.0.1:7000", {}, "OK", ""},
@@ -199,10 +199,8 @@ TEST_CASE("format_status_json: node and slot") {
   CHECK(json[1]["node"] == "127.0.0.1:7000");
   CHECK_FALSE(json[1].contains("slot"));
   // Cluster: each lock's own master and slot.
-  snapshot.locks[0].node = "127.0.0.1:7001";
-  snapshot.locks[0].slot = 6000;
-  snapshot.locks[1].node = "127.0.0.1:7002";
-  snapshot.locks[1].slot = 0;
+  snapshot.locks[0].cluster = lock::ClusterPlace{"127.0.0.1:7001", 6000};
+  snapshot.locks[1].cluster = lock::ClusterPlace{"127.0.0.1:7002", 0};
   json = nlohmann::json::parse(cli::format_status_json(snapshot));
   CHECK(json[0]["node"] == "127.0.0.1:7001");
   CHECK(json[0]["slot"] == 6000);
@@ -217,16 +215,17 @@ TEST_CASE("a quorum's status: the redlock line, SERVERS out of all the "
   snapshot.servers = 5;
   snapshot.quorum = 3;
   auto& held = snapshot.locks[0];
-  held.quorum = true;
+  auto& view = held.quorum.emplace();
+  view.agreed = true;
   for (const char* server : {"a:1", "b:2", "c:3", "d:4"}) {
-    held.servers.push_back({server, true, held.token, 20'000, 42, {}});
+    view.servers.push_back({server, true, held.token, 20'000, 42, {}});
   }
-  held.servers.push_back({"e:5", false, {}, -1, 0, "connection refused"});
+  view.servers.push_back({"e:5", false, {}, -1, 0, "connection refused"});
   auto lines = lines_of(cli::format_status_table(snapshot, 200));
   REQUIRE(lines.size() == 3);
   CHECK_THAT(lines[0], Catch::Contains("FENCE") && Catch::Contains("SERVERS"));
   CHECK_THAT(lines[1], Catch::Contains(" 4/5 "));
-  held.servers[3].token = "another";
+  view.servers[3].token = "another";
   lines = lines_of(cli::format_status_table(snapshot, 200));
   CHECK_THAT(lines[1], Catch::Contains(" 3/5 split "));
 
@@ -240,9 +239,9 @@ TEST_CASE("a quorum's status: the redlock line, SERVERS out of all the "
   CHECK(json[0]["nodes"][4]["token"].is_null());
   CHECK(json[0]["nodes"][4]["error"] == "connection refused");
 
-  lock::DeploymentState state;
+  lock::QuorumDeploymentState state;
   state.quorum = 3;
-  state.quorum_servers = {{"a:1", {}}, {"b:2", {}}, {"c:3", "refused"}};
+  state.servers = {{"a:1", {}}, {"b:2", {}}, {"c:3", "refused"}};
   CHECK(cli::format_topology_line(state)
         == "redlock: 3 servers, quorum 3, 2 reachable; down: c:3\n");
 }

@@ -59,13 +59,14 @@ TEST_CASE("status: one token on a quorum of servers holds the lock; it "
   CHECK(merged.quorum == 2);
   REQUIRE(merged.locks.size() == 1);
   const auto& lock = merged.locks.front();
-  CHECK(lock.quorum);
+  REQUIRE(lock.quorum);
+  CHECK(lock.quorum->agreed);
   CHECK(lock.held);
   CHECK(lock.token == "t1");
   CHECK(lock.fence == 7);
-  REQUIRE(lock.servers.size() == 3);
-  CHECK(lock.servers[2].server == "c:3");
-  CHECK_FALSE(lock.servers[2].held);
+  REQUIRE(lock.quorum->servers.size() == 3);
+  CHECK(lock.quorum->servers[2].server == "c:3");
+  CHECK_FALSE(lock.quorum->servers[2].held);
 }
 
 TEST_CASE("status: a token on fewer than a quorum of servers does not hold "
@@ -77,7 +78,8 @@ TEST_CASE("status: a token on fewer than a quorum of servers does not hold "
                                     server("e:5", {free_lock("job")})},
                                    3);
   REQUIRE(merged.locks.size() == 1);
-  CHECK_FALSE(merged.locks.front().quorum);
+  REQUIRE(merged.locks.front().quorum);
+  CHECK_FALSE(merged.locks.front().quorum->agreed);
   CHECK(merged.locks.front().token == "t2");
 }
 
@@ -91,10 +93,11 @@ TEST_CASE("status: a server that did not answer counts against the quorum "
   CHECK(merged.unreachable.front().address == "b:2");
   CHECK(merged.unreachable.front().why == "timed out");
   const auto& lock = merged.locks.front();
-  CHECK_FALSE(lock.quorum);
-  REQUIRE(lock.servers.size() == 3);
-  CHECK(lock.servers.back().server == "b:2");
-  CHECK(lock.servers.back().error == "timed out");
+  REQUIRE(lock.quorum);
+  CHECK_FALSE(lock.quorum->agreed);
+  REQUIRE(lock.quorum->servers.size() == 3);
+  CHECK(lock.quorum->servers.back().server == "b:2");
+  CHECK(lock.quorum->servers.back().error == "timed out");
 }
 
 TEST_CASE("status: locks in name order, each from every server that has it; "
@@ -105,7 +108,8 @@ TEST_CASE("status: locks in name order, each from every server that has it; "
                    2);
   REQUIRE(merged.locks.size() == 2);
   CHECK(merged.locks[0].name == "alpha");
-  CHECK(merged.locks[0].servers.size() == 1);
+  REQUIRE(merged.locks[0].quorum);
+  CHECK(merged.locks[0].quorum->servers.size() == 1);
   CHECK(merged.locks[1].name == "zeta");
   CHECK(merged.server_now_ms == 7000);
 }

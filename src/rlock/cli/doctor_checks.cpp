@@ -18,7 +18,8 @@ masters_checked(const std::vector<ServerFacts>& facts,
                 const DeploymentFacts& deployment) {
   std::vector<ServerChecks> servers;
   std::vector<bool> used(facts.size(), false);
-  for (const auto& shard : deployment.topology->shards) {
+  for (const auto& shard :
+       std::get<lock::ClusterDeploymentState>(*deployment.topology).shards) {
     ServerChecks server{
         shard.master, redis::format_slot_spans(shard.slot_spans), {}, {}};
     const auto found =
@@ -70,28 +71,29 @@ check_name(const NamedLock& lock,
   check.values = {{"name", lock.name}, {"key", lock.key}, {"slot", nullptr}};
   const std::string head =
       "lock " + quote(lock.name) + " is key " + quote(lock.key);
-  const auto& topology = deployment.topology;
-  if (topology && topology->is_cluster()) {
+  const auto* topology = deployment.topology ? &*deployment.topology : nullptr;
+  if (const auto* cluster =
+          std::get_if<lock::ClusterDeploymentState>(topology)) {
     const int slot = redis::key_slot(lock.key);
     check.values["slot"] = slot;
     judge_cluster_name(
-        check, *topology, head + " in slot " + std::to_string(slot), slot);
+        check, *cluster, head + " in slot " + std::to_string(slot), slot);
     return check;
   }
   check.status = CheckStatus::ok;
-  if (topology && topology->quorum > 0) {
+  if (const auto* quorum = std::get_if<lock::QuorumDeploymentState>(topology)) {
     check.values["master"] = nullptr;
     check.message = head + " on each of the "
-                    + servers_count(topology->quorum_servers.size())
-                    + ", held when " + std::to_string(topology->quorum)
-                    + " of them agree";
+                    + servers_count(quorum->servers.size()) + ", held when "
+                    + std::to_string(quorum->quorum) + " of them agree";
     return check;
   }
   check.values["master"] = server;
   check.message = head + " on " + server;
-  if (topology) {
+  if (const auto* sentinel =
+          std::get_if<lock::SentinelDeploymentState>(topology)) {
     check.message +=
-        ", the master the sentinels name " + quote(topology->master_name);
+        ", the master the sentinels name " + quote(sentinel->master_name);
   }
   return check;
 }
@@ -106,10 +108,11 @@ diagnose(const ServerFacts& facts,
                                   check_replication(facts, deployment.replicas),
                                   check_latency(facts, timing),
                                   check_clock(facts)};
-  const auto& topology = deployment.topology;
-  if (topology && !topology->is_cluster() && topology->quorum == 0) {
-    checks.push_back(check_sentinels(*topology));
-    checks.push_back(check_failover(*topology, timing));
+  const auto* topology = deployment.topology ? &*deployment.topology : nullptr;
+  if (const auto* sentinel =
+          std::get_if<lock::SentinelDeploymentState>(topology)) {
+    checks.push_back(check_sentinels(*sentinel));
+    checks.push_back(check_failover(*sentinel, timing));
   }
   return checks;
 }
@@ -120,18 +123,20 @@ diagnose_all(const std::vector<ServerFacts>& facts,
              const DeploymentFacts& deployment,
              const std::optional<NamedLock>& name) {
   DoctorReport report;
-  const auto& topology = deployment.topology;
-  report.cluster = topology && topology->is_cluster();
-  report.quorum = topology && !report.cluster && topology->quorum > 0;
-  if (report.cluster) {
+  const auto* topology = deployment.topology ? &*deployment.topology : nullptr;
+  const auto* cluster = std::get_if<lock::ClusterDeploymentState>(topology);
+  const auto* quorum = std::get_if<lock::QuorumDeploymentState>(topology);
+  report.cluster = cluster != nullptr;
+  report.quorum = quorum != nullptr;
+  if (cluster) {
     report.servers = masters_checked(facts, timing, deployment);
-    report.deployment = {check_cluster(*topology),
-                         check_cluster_replicas(*topology),
-                         check_cluster_failover(*topology, timing)};
-  } else if (report.quorum) {
+    report.deployment = {check_cluster(*cluster),
+                         check_cluster_replicas(*cluster),
+                         check_cluster_failover(*cluster, timing)};
+  } else if (quorum) {
     report.servers = quorum_checked(facts, timing, deployment);
     report.deployment = {
-        check_quorum(facts, *topology),
+        check_quorum(facts, *quorum),
         check_independent(facts),
         check_restarts(facts, timing, deployment.restart_grace),
         check_clocks(facts, timing)};

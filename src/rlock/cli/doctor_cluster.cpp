@@ -112,7 +112,7 @@ online_replicas(const lock::ClusterShardState& shard) {
 
 // The master whose slot spans hold `slot`, or nullptr.
 const lock::ClusterShardState*
-shard_of(const lock::DeploymentState& topology, int slot) {
+shard_of(const lock::ClusterDeploymentState& topology, int slot) {
   for (const auto& shard : topology.shards) {
     for (const auto& span : shard.slot_spans) {
       if (span.first <= slot && slot <= span.last) {
@@ -126,7 +126,7 @@ shard_of(const lock::DeploymentState& topology, int slot) {
 } // namespace
 
 CheckResult
-check_cluster(const lock::DeploymentState& topology) {
+check_cluster(const lock::ClusterDeploymentState& topology) {
   auto check = named("cluster");
   ClusterView view;
   for (const auto& shard : topology.shards) {
@@ -171,7 +171,7 @@ check_cluster(const lock::DeploymentState& topology) {
 }
 
 CheckResult
-check_cluster_replicas(const lock::DeploymentState& topology) {
+check_cluster_replicas(const lock::ClusterDeploymentState& topology) {
   auto check = named("replicas");
   std::vector<std::string> lacking;
   std::vector<std::string> silent;
@@ -221,7 +221,7 @@ check_cluster_replicas(const lock::DeploymentState& topology) {
 }
 
 CheckResult
-check_cluster_failover(const lock::DeploymentState& topology,
+check_cluster_failover(const lock::ClusterDeploymentState& topology,
                        const lock::LeaseTiming& timing) {
   auto check = named("failover");
   std::optional<long long> node_timeout;
@@ -252,7 +252,7 @@ check_cluster_failover(const lock::DeploymentState& topology,
 
 void
 judge_cluster_name(CheckResult& check,
-                   const lock::DeploymentState& topology,
+                   const lock::ClusterDeploymentState& topology,
                    const std::string& head,
                    int slot) {
   const auto* shard = shard_of(topology, slot);

@@ -73,7 +73,7 @@ did_not_answer(const ServerFacts& facts) {
 
 CheckResult
 check_quorum(const std::vector<ServerFacts>& facts,
-             const lock::DeploymentState& topology) {
+             const lock::QuorumDeploymentState& topology) {
   auto check = named("quorum");
   const auto total = facts.size();
   const auto answered = answering(facts).size();

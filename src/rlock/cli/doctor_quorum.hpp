@@ -12,7 +12,7 @@ namespace rlock::cli {
 // Returns the `quorum` check of a quorum of servers (Redlock): ok when at
 // least topology.quorum of `facts` answered, fail otherwise.
 CheckResult check_quorum(const std::vector<ServerFacts>& facts,
-                         const lock::DeploymentState& topology);
+                         const lock::QuorumDeploymentState& topology);
 
 // Returns the `independent` check: fail when two servers that answered share
 // a run_id (one server named twice) or one is a replica; unknown when a

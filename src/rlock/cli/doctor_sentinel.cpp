@@ -6,7 +6,7 @@ namespace rlock::cli {
 using namespace doctor;
 
 CheckResult
-check_sentinels(const lock::DeploymentState& topology) {
+check_sentinels(const lock::SentinelDeploymentState& topology) {
   auto check = named("sentinels");
   int answered = 0;
   int agreeing = 0;
@@ -61,7 +61,7 @@ check_sentinels(const lock::DeploymentState& topology) {
 }
 
 CheckResult
-check_failover(const lock::DeploymentState& topology,
+check_failover(const lock::SentinelDeploymentState& topology,
                const lock::LeaseTiming& timing) {
   auto check = named("failover");
   std::optional<long long> down_after;

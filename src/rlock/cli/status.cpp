@@ -154,13 +154,20 @@ local_time_now() {
 void
 report_silent_nodes(const lock::DeploymentState& state,
                     const lock::StatusSnapshot& snapshot) {
-  for (const auto& sentinel : state.sentinels) {
-    if (!sentinel.error.empty()) {
-      log::warning("sentinel " + sentinel.address
-                   + " did not answer: " + sentinel.error);
+  if (const auto* sentinels =
+          std::get_if<lock::SentinelDeploymentState>(&state)) {
+    for (const auto& sentinel : sentinels->sentinels) {
+      if (!sentinel.error.empty()) {
+        log::warning("sentinel " + sentinel.address
+                     + " did not answer: " + sentinel.error);
+      }
     }
   }
-  for (const auto& shard : state.shards) {
+  const auto* cluster = std::get_if<lock::ClusterDeploymentState>(&state);
+  if (cluster == nullptr) {
+    return;
+  }
+  for (const auto& shard : cluster->shards) {
     const auto named = std::any_of(snapshot.unreachable.begin(),
                                    snapshot.unreachable.end(),
                                    [&](const lock::SilentNode& silent) {
@@ -216,12 +223,14 @@ common_node(lock::StoreSurvey& store, const lock::StatusSnapshot& snapshot) {
   const bool located =
       std::all_of(snapshot.locks.begin(),
                   snapshot.locks.end(),
-                  [](const auto& state) { return !state.node.empty(); });
+                  [](const auto& state) { return state.cluster.has_value(); });
   if (located) {
     return {};
   }
   const auto state = store.deployment_state();
-  return state ? state->master : "";
+  const auto* sentinel =
+      state ? std::get_if<lock::SentinelDeploymentState>(&*state) : nullptr;
+  return sentinel ? sentinel->master : "";
 }
 
 // Prints `snapshot` as a table or JSON.

@@ -43,9 +43,11 @@ held_text(std::int64_t now_ms, std::int64_t acquired_ms) {
 // "split" when servers name different tokens ("3/5", "2/5 split").
 std::string
 servers_text(const lock::LockState& state) {
+  static const std::vector<lock::ServerLockState> none;
+  const auto& servers = state.quorum ? state.quorum->servers : none;
   std::size_t agreeing = 0;
   bool split = false;
-  for (const auto& server : state.servers) {
+  for (const auto& server : servers) {
     if (!server.held) {
       continue;
     }
@@ -55,7 +57,7 @@ servers_text(const lock::LockState& state) {
       split = true;
     }
   }
-  return std::to_string(agreeing) + "/" + std::to_string(state.servers.size())
+  return std::to_string(agreeing) + "/" + std::to_string(servers.size())
          + (split ? " split" : "");
 }
 
@@ -250,7 +252,7 @@ shard_summary(const lock::ClusterShardState& shard) {
 // "cluster: 3 masters, all 16384 slots served; 127.0.0.1:7000: 5461 slots,
 // 1 replica, lag 0s; ...".
 std::string
-cluster_line(const lock::DeploymentState& state) {
+cluster_line(const lock::ClusterDeploymentState& state) {
   std::string line = "cluster: " + plural(state.shards.size(), "master") + ", ";
   if (state.uncovered_slots.empty()) {
     line += "all " + std::to_string(redis::k_cluster_slots) + " slots served";
@@ -268,7 +270,10 @@ cluster_line(const lock::DeploymentState& state) {
 nlohmann::ordered_json
 nodes_json(const lock::LockState& state) {
   auto nodes = nlohmann::ordered_json::array();
-  for (const auto& server : state.servers) {
+  if (!state.quorum) {
+    return nodes;
+  }
+  for (const auto& server : state.quorum->servers) {
     nlohmann::ordered_json node{{"node", server.server}, {"held", server.held}};
     node["token"] = server.held ? nlohmann::ordered_json(server.token)
                                 : nlohmann::ordered_json(nullptr);
@@ -287,17 +292,17 @@ nodes_json(const lock::LockState& state) {
 
 // "redlock: 5 servers, quorum 3, 4 reachable; down: 127.0.0.1:7003".
 std::string
-quorum_line(const lock::DeploymentState& state) {
+quorum_line(const lock::QuorumDeploymentState& state) {
   std::string down;
   std::size_t reachable = 0;
-  for (const auto& server : state.quorum_servers) {
+  for (const auto& server : state.servers) {
     if (server.error.empty()) {
       ++reachable;
     } else {
       down += (down.empty() ? "; down: " : ", ") + server.address;
     }
   }
-  return printable("redlock: " + plural(state.quorum_servers.size(), "server")
+  return printable("redlock: " + plural(state.servers.size(), "server")
                    + ", quorum " + std::to_string(state.quorum) + ", "
                    + std::to_string(reachable) + " reachable" + down)
          + "\n";
@@ -412,14 +417,14 @@ format_status_json(const lock::StatusSnapshot& snapshot,
     }
     // A queue can form behind a lock that just turned free, too.
     entry["waiters"] = state.waiters;
-    if (!state.node.empty() || !node.empty()) {
-      entry["node"] = state.node.empty() ? node : state.node;
+    if (state.cluster || !node.empty()) {
+      entry["node"] = state.cluster ? state.cluster->node : node;
     }
-    if (state.slot >= 0) {
-      entry["slot"] = state.slot;
+    if (state.cluster && state.cluster->slot >= 0) {
+      entry["slot"] = state.cluster->slot;
     }
     if (snapshot.quorum > 0) {
-      entry["quorum"] = state.quorum;
+      entry["quorum"] = state.quorum && state.quorum->agreed;
       entry["nodes"] = nodes_json(state);
     }
     locks.push_back(std::move(entry));
@@ -431,13 +436,16 @@ format_status_json(const lock::StatusSnapshot& snapshot,
 }
 
 std::string
-format_topology_line(const lock::DeploymentState& state) {
-  if (state.is_cluster()) {
-    return cluster_line(state);
+format_topology_line(const lock::DeploymentState& deployment) {
+  if (const auto* cluster =
+          std::get_if<lock::ClusterDeploymentState>(&deployment)) {
+    return cluster_line(*cluster);
   }
-  if (state.quorum > 0) {
-    return quorum_line(state);
+  if (const auto* quorum =
+          std::get_if<lock::QuorumDeploymentState>(&deployment)) {
+    return quorum_line(*quorum);
   }
+  const auto& state = std::get<lock::SentinelDeploymentState>(deployment);
   const auto agreeing = std::count_if(
       state.sentinels.begin(),
       state.sentinels.end(),

@@ -180,6 +180,19 @@ struct PermitHolder : HolderRecord {
   std::int64_t ttl_ms = 0;
 };
 
+// Redis Cluster: the master that keeps a lock and its key's slot.
+struct ClusterPlace {
+  std::string node;
+  int slot = -1;
+};
+
+// A quorum of servers (Redlock): each server's view of a lock, and whether
+// one token holds it on a quorum of them.
+struct QuorumView {
+  std::vector<ServerLockState> servers;
+  bool agreed = false;
+};
+
 // What the store says about one lock at one moment. The holder's record
 // is meaningful only when held.
 struct LockState : HolderRecord {
@@ -195,15 +208,11 @@ struct LockState : HolderRecord {
   // shared one.
   std::int64_t limit = 0;
   std::vector<PermitHolder> holders;
-  // Redis Cluster: the master that keeps the lock and its key's slot
-  // ("" and -1 elsewhere).
-  std::string node;
-  int slot = -1;
-  // A quorum of servers: each server's view, and whether one token holds it
-  // on a quorum of them (the fields above are that token's, else those of
-  // the token on the most servers).
-  std::vector<ServerLockState> servers;
-  bool quorum = false;
+  // Redis Cluster only: where the lock is kept.
+  std::optional<ClusterPlace> cluster;
+  // A quorum of servers only: how each server sees the lock (the fields
+  // above are then those of the token on a quorum, else on the most servers).
+  std::optional<QuorumView> quorum;
 };
 
 // A Redis Cluster master that did not answer, and why.
@@ -259,25 +268,32 @@ struct QuorumServer {
   std::string error;
 };
 
-// How a replicated or sharded deployment stands. Sentinel: where the store
-// writes, its replicas, and what each sentinel says. Cluster: each master.
-struct DeploymentState {
+// How a Sentinel deployment stands: where the store writes, its replicas,
+// and what each sentinel says.
+struct SentinelDeploymentState {
   std::string master_name; // Sentinel's name for the master
-  std::string master;      // the master's address (Sentinel)
+  std::string master;      // the master's address
   std::vector<ReplicaState> replicas;
   std::vector<SentinelState> sentinels;
-  // Redis Cluster: one entry per master of the slot map, by first slot, and
-  // the slots no master serves (none when all 16384 are served).
+};
+
+// How a Redis Cluster stands: one entry per master of the slot map, by first
+// slot, and the slots no master serves (none when all 16384 are served).
+struct ClusterDeploymentState {
   std::vector<ClusterShardState> shards;
   std::vector<redis::SlotSpan> uncovered_slots;
-  // A quorum of servers (Redlock): each server and the quorum (0 elsewhere).
-  std::vector<QuorumServer> quorum_servers;
-  int quorum = 0;
-
-  bool
-  is_cluster() const {
-    return !shards.empty();
-  }
 };
+
+// How a quorum of servers (Redlock) stands: each server, and how many must
+// agree.
+struct QuorumDeploymentState {
+  std::vector<QuorumServer> servers;
+  int quorum = 0;
+};
+
+// How a replicated or sharded deployment stands.
+using DeploymentState = std::variant<SentinelDeploymentState,
+                                     ClusterDeploymentState,
+                                     QuorumDeploymentState>;
 
 } // namespace rlock::lock

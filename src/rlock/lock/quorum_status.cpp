@@ -26,7 +26,10 @@ merge_status(std::vector<ServerStatus> servers, int quorum) {
       auto& state = by_name[lock.name];
       state.name = lock.name;
       state.key = lock.key;
-      state.servers.push_back(ServerLockState{
+      if (!state.quorum) {
+        state.quorum.emplace();
+      }
+      state.quorum->servers.push_back(ServerLockState{
           server.address, lock.held, lock.token, lock.ttl_ms, lock.fence, {}});
       if (lock.held) {
         auto& [count, sample] = tokens[lock.name][lock.token];
@@ -39,7 +42,7 @@ merge_status(std::vector<ServerStatus> servers, int quorum) {
   for (auto& [name, state] : by_name) {
     // The servers that did not answer, too: a lock's count is out of all.
     for (const auto& silent : merged.unreachable) {
-      state.servers.push_back(
+      state.quorum->servers.push_back(
           ServerLockState{silent.address, false, {}, -1, 0, silent.why});
     }
     const std::pair<int, LockState>* most = nullptr;
@@ -49,10 +52,10 @@ merge_status(std::vector<ServerStatus> servers, int quorum) {
       }
     }
     if (most != nullptr) {
-      auto views = std::move(state.servers);
+      auto view = std::move(state.quorum);
       state = most->second;
-      state.servers = std::move(views);
-      state.quorum = most->first >= quorum;
+      state.quorum = std::move(view);
+      state.quorum->agreed = most->first >= quorum;
     }
     merged.locks.push_back(std::move(state));
   }

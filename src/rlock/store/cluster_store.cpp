@@ -17,8 +17,7 @@ constexpr auto k_tryagain_pause = std::chrono::milliseconds(50);
 
 void
 take_stamp(LockState& state, const redis::HostPort& master, int slot) {
-  state.node = master.address();
-  state.slot = slot;
+  state.cluster = ClusterPlace{master.address(), slot};
 }
 
 } // namespace
@@ -422,7 +421,7 @@ ClusterStore::examine() {
 std::optional<DeploymentState>
 ClusterStore::deployment_state() {
   read_map();
-  DeploymentState state;
+  ClusterDeploymentState state;
   for (const auto& master : m_map->masters()) {
     ClusterShardState shard;
     try {

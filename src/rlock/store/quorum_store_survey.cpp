@@ -73,7 +73,7 @@ QuorumStore::examine() {
 
 std::optional<DeploymentState>
 QuorumStore::deployment_state() {
-  DeploymentState state;
+  QuorumDeploymentState state;
   state.quorum = m_quorum;
   for (std::size_t i = 0; i < m_members.size(); ++i) {
     auto& store = *m_members[i].store;
@@ -85,7 +85,7 @@ QuorumStore::deployment_state() {
       server.error = failure.what();
     }
     store.set_deadline(m_deadline);
-    state.quorum_servers.push_back(std::move(server));
+    state.servers.push_back(std::move(server));
   }
   return state;
 }

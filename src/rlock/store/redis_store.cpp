@@ -498,7 +498,7 @@ RedisStore::deployment_state() {
   if (!sentinel()) {
     return std::nullopt;
   }
-  DeploymentState state;
+  SentinelDeploymentState state;
   state.master_name = sentinel()->name;
   on_connection([&](redis::Connection& c) {
     state.master = c.address();
