@@ -5,7 +5,8 @@
 #   make test         unit, Redis and CLI tests
 #   make asan         the same tests on an ASan+UBSan build with clang (CI's
 #                     clang build too), but for the real topologies
-#                     (ctest -L topology: make test runs them)
+#                     (ctest -L topology: make test runs them); it builds
+#                     the fuzz targets too (make fuzz FUZZ_DIR=build-asan)
 #   make fuzz         libFuzzer targets (clang), FUZZ_SECONDS each (tests/fuzz)
 #   make tsan         Redis tests and the CLI suites that run the renewal
 #                     thread on a TSan build; fails on any race report
@@ -80,9 +81,12 @@ demo:
 	@$(MAKE) --no-print-directory build
 	tests/demo.sh $(BUILD_DIR)/rlock
 
+# The fuzz targets' instrumentation is on too, so that CI's
+# `make fuzz FUZZ_DIR=$(ASAN_DIR)` reuses this build instead of compiling
+# everything a second time.
 asan:
-	@packaging/install-deps $(TEST_PACKAGES) clang
-	CXX=clang++ cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug \
+	@packaging/install-deps $(TEST_PACKAGES) clang libclang-rt-dev
+	CXX=clang++ cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DRLOCK_FUZZ=ON \
 	  -DRLOCK_SANITIZERS=address,undefined -DRLOCK_WARNINGS_AS_ERRORS=ON
 	cmake --build $(ASAN_DIR) -j$(JOBS)
 	cd $(ASAN_DIR) && $(CTEST) -LE 'topology|compat|acl'
@@ -90,7 +94,7 @@ asan:
 fuzz:
 	@packaging/install-deps $(BUILD_PACKAGES) clang libclang-rt-dev
 	CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DRLOCK_FUZZ=ON \
-	  -DRLOCK_SANITIZERS=address,undefined -DRLOCK_ENABLE_TESTING=OFF
+	  -DRLOCK_SANITIZERS=address,undefined
 	cmake --build $(FUZZ_DIR) -j$(JOBS) --target rlock_fuzzers
 	tests/fuzz/run $(FUZZ_DIR) $(FUZZ_SECONDS) $(JOBS)
 
