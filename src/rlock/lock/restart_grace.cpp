@@ -30,6 +30,13 @@ format_whole_seconds(seconds duration) {
              : format_duration(duration);
 }
 
+// "30s", "1h00m", "1.5s": the grace as a person would give it.
+std::string
+format_grace(Duration grace) {
+  const auto whole = std::chrono::floor<seconds>(grace);
+  return whole == grace ? format_whole_seconds(whole) : format_duration(grace);
+}
+
 // Returns the start that counts for the grace from the replies to INFO
 // server and INFO replication set aside on `connection`: the latest start
 // the uptime allows, or, for a server that holds a synced copy, a start a
@@ -147,7 +154,8 @@ held_back(const std::string& address,
                    + format_whole_seconds(up)
                    + " ago; no lock is granted for another "
                    + format_whole_seconds(std::chrono::ceil<seconds>(left))
-                   + " (" + grace.name + ")";
+                   + " (" + grace.name + " " + format_grace(grace.length)
+                   + ": a holder from before a restart may still run)";
   return busy;
 }
 
