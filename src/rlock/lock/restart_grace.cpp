@@ -60,6 +60,11 @@ start_from_info(redis::Connection& connection, const RestartGrace& grace) {
   if (!uptime) {
     unknown_start(address, "INFO has no uptime_in_seconds", grace);
   }
+  // -v names the server as it names itself (Valkey: server_name and
+  // valkey_version, not the redis_version it pins at 7.2.4).
+  log::info("the server at " + address + " is "
+            + server_label(identify_server(parse_info(server->text))) + ", up "
+            + format_whole_seconds(seconds(*uptime)));
   const BootTime started = latest_start(*uptime, received);
   if (started + grace.length <= received || !replication
       || !replication->is_string() || !holds_synced_copy(replication->text)) {
@@ -110,7 +115,11 @@ uptime_of(std::string_view info) {
 
 bool
 holds_synced_copy(std::string_view replication) {
-  const Fields fields = parse_info(replication);
+  return holds_synced_copy(parse_info(replication));
+}
+
+bool
+holds_synced_copy(const Fields& fields) {
   const auto text = [&fields](std::string_view name) -> std::string_view {
     const auto it = fields.find(name);
     return it == fields.end() ? std::string_view() : it->second;
