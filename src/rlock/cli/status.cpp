@@ -302,6 +302,7 @@ status_command() {
   return {"status",
           "show who holds which lock",
           "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
+          "[--restart-grace D] "
           "[NAME...]",
           "Exit: 0 all named locks held (or a listing), 1 one is free,\n"
           "69 Redis unavailable (or a Cluster master, or more servers of a\n"
