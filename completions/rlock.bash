@@ -136,8 +136,8 @@ _rlock_subcommand_options()
     --password-file --sentinel-password-file --replicas --replicas-timeout
     --quorum --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure -h --help'
   case $1 in
-    status) echo "--json --wide --match --watch -i --interval $connection" ;;
-    doctor) echo "-t --ttl --json $connection" ;;
+    status) echo "--json --wide --match --watch -i --interval --restart-grace $connection" ;;
+    doctor) echo "-t --ttl --restart-grace --json $connection" ;;
     acquire)
       echo "-n --nonblock -w --wait --timeout --fair --restart-grace -t --ttl" \
         "--limit -s --shared -E --conflict-exit-code --json --env -v --verbose -q --quiet" \

@@ -270,6 +270,7 @@ complete -c rlock -n $cond -l wide -d 'never cut the COMMAND column'
 complete -c rlock -n $cond -l match -x -d 'only NAMEs matching a glob'
 complete -c rlock -n $cond -l watch -d 'redraw until interrupted'
 complete -c rlock -n $cond -s i -l interval -x -a $durations -d 'redraw every D (2s)'
+complete -c rlock -n $cond -l restart-grace -x -a $durations -d 'say whether a server up less than D holds locks back (30s)'
 
 set cond '__rlock_at acquire'
 complete -c rlock -n $cond -s t -l ttl -x -a $durations -d 'lease length, not renewed (5m)'
@@ -303,5 +304,6 @@ complete -c rlock -n $cond -l restart-grace -x -a $durations -d 'take no lock fr
 complete -c rlock -n $cond -s E -l conflict-exit-code -x -d 'exit code when -w runs out, 0..255 (75)'
 
 set cond '__rlock_at doctor'
+complete -c rlock -n $cond -l restart-grace -x -a $durations -d 'judge the hold-back after a restart against D (30s)'
 complete -c rlock -n $cond -s t -l ttl -x -a $durations -d 'judge the round trip against a D lease (30s)'
 complete -c rlock -n $cond -l json -d 'print a JSON object'

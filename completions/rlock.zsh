@@ -129,6 +129,7 @@ _rlock_subcommand() {
     (doctor)
       opts=(
         '(-t --ttl)'{-t+,--ttl=}'[judge the round trip against a D lease (30s)]:duration:_rlock_durations'
+        '--restart-grace=[judge the hold-back after a restart against D (30s)]:duration:_rlock_durations'
         '--json[print a JSON object]'
         '1: :_rlock_names'
       ) ;;
@@ -139,6 +140,7 @@ _rlock_subcommand() {
         '--match=[only NAMEs matching a glob]:glob: '
         '--watch[redraw until interrupted]'
         '(-i --interval)'{-i+,--interval=}'[redraw every D (2s)]:duration:_rlock_durations'
+        '--restart-grace=[say whether a server up less than D holds locks back (30s)]:duration:_rlock_durations'
         '*: :_rlock_names'
       ) ;;
     (acquire)

@@ -423,7 +423,7 @@ link_up() {
 @test "doctor --help: usage, options and exit codes" {
   run -0 rl doctor --help
   [[ ${lines[0]} == *"Redis keeps locks safe"* ]]
-  [[ $output == *"Usage: rlock doctor [-t D] [--json]"* ]]
+  [[ $output == *"Usage: rlock doctor [-t D] [--restart-grace D] [--json]"* ]]
   [[ $output == *"-t,--ttl D"* ]]
   [[ $output == *"Exit: 0 every check ok, 1 any other, 69 Redis unavailable"* ]]
 }

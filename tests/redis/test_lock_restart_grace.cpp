@@ -59,7 +59,9 @@ TEST_CASE("a fresh server: the first acquire, granted, is undone and busy") {
   CHECK_FALSE(attempt.acquired);
   CHECK(attempt.retry_ms > 3'500'000);
   CHECK(attempt.retry_ms <= 3'600'000);
-  CHECK_THAT(attempt.held_back, Catch::Contains("(--restart-grace)"));
+  CHECK_THAT(attempt.held_back,
+             Catch::Contains("(--restart-grace 1h00m: a holder from before a "
+                             "restart may still run)"));
   CHECK(c.server_started().has_value());
   CHECK_FALSE(exists(c, keys.lock));
 }
@@ -89,7 +91,9 @@ TEST_CASE("the first acquire asks INFO server and INFO replication; a "
   const long before = calls(probe, "info");
   const auto attempt = acquire(c, keys, "t1", 1h);
   CHECK_FALSE(attempt.acquired);
-  CHECK_THAT(attempt.held_back, Catch::Contains("(--restart-grace)"));
+  CHECK_THAT(attempt.held_back,
+             Catch::Contains("(--restart-grace 1h00m: a holder from before a "
+                             "restart may still run)"));
   // The two sections, and probe's own count.
   CHECK(calls(probe, "info") == before + 3);
   const auto replication = probe.command({"INFO", "replication"});

@@ -8,7 +8,9 @@
 #include "doctor_facts.hpp"
 
 using namespace doctor_facts;
+using rlock::lock::identify_server;
 using rlock::lock::parse_info;
+using rlock::lock::server_label;
 using Mode = rlock::lock::ReplicaPolicy::Mode;
 
 TEST_CASE("parse_info reads INFO's key:value lines, skipping the rest") {
@@ -429,4 +431,109 @@ TEST_CASE("clock: a rate off by more than 1% however measured warns") {
              Catch::StartsWith("127.0.0.1:6379's clock ran 1.20% fast against "
                                "this host's over 250ms: Redis expires leases "
                                "by its clock"));
+}
+
+// server naming (INFO server_name / <name>_version, HELLO)
+
+TEST_CASE("identify_server: Valkey by server_name and valkey_version, not "
+          "the redis_version it pins; Redis by redis_version") {
+  const auto valkey = identify_server(
+      parse_info("# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n"
+                 "valkey_version:8.0.1\r\nuptime_in_seconds:4\r\n"));
+  CHECK(valkey.name == "valkey");
+  CHECK(valkey.version == "8.0.1");
+  CHECK(server_label(valkey) == "Valkey 8.0.1");
+  const auto redis =
+      identify_server(parse_info("redis_version:7.0.15\r\nredis_mode:x\r\n"));
+  CHECK(redis.name == "redis");
+  CHECK(redis.version == "7.0.15");
+  CHECK(server_label(redis) == "Redis 7.0.15");
+  // A name without a version of its own: the Redis one.
+  const auto other =
+      identify_server(parse_info("redis_version:7.2.4\nserver_name:kv\n"));
+  CHECK(server_label(other) == "Kv 7.2.4");
+  CHECK(server_label(identify_server({})) == "the server");
+}
+
+TEST_CASE("version: Valkey is named with its own version and judged by the "
+          "Redis version it reports") {
+  auto facts = doctor_facts::healthy();
+  facts.info["redis_version"] = "7.2.4";
+  facts.info["server_name"] = "valkey";
+  facts.info["valkey_version"] = "8.0.1";
+  facts.version = "7.2.4";
+  facts.server_name = "valkey";
+  facts.server_version = "8.0.1";
+  const auto result = check(facts, "version");
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message,
+             Catch::StartsWith("Valkey 8.0.1 at 127.0.0.1:6379 ran a test"));
+  CHECK(result.values["redis_version"] == "7.2.4");
+  CHECK(result.values["server_name"] == "valkey");
+  CHECK(result.values["server_version"] == "8.0.1");
+  // Only HELLO answered (INFO refused): Valkey's own version, judged as the
+  // Redis 7.2.4 every Valkey reports.
+  facts.version.clear();
+  CHECK(check(facts, "version").status == CheckStatus::ok);
+  // Plain Redis as before.
+  auto redis = doctor_facts::healthy();
+  CHECK_THAT(check(redis, "version").message,
+             Catch::StartsWith("Redis 7.0.15 at 127.0.0.1:6379 ran a test"));
+}
+
+// holdback (--restart-grace)
+
+namespace {
+
+CheckResult
+holdback(const ServerFacts& facts, Duration grace = 30s) {
+  return check(facts, "holdback", doctor_facts::timing(), {{}, {}, grace});
+}
+
+} // namespace
+
+TEST_CASE("holdback: a server up less than the grace warns how long locks "
+          "are held back; longer is ok; no grace, no check") {
+  auto facts = doctor_facts::healthy();
+  facts.info["uptime_in_seconds"] = "5";
+  const auto young = holdback(facts);
+  CHECK(young.status == CheckStatus::warn);
+  CHECK_THAT(young.message,
+             Catch::Contains("127.0.0.1:6379 started 5s ago: locks are held "
+                             "back for 26s more (--restart-grace 30s)"));
+  CHECK(young.values["held_back_ms"] == 26000);
+  facts.info["uptime_in_seconds"] = "31";
+  const auto old = holdback(facts);
+  CHECK(old.status == CheckStatus::ok);
+  CHECK(old.values["held_back_ms"].is_null());
+  for (const auto& result :
+       diagnose(facts, doctor_facts::timing(), DeploymentFacts{})) {
+    CHECK(result.name != "holdback");
+  }
+}
+
+TEST_CASE("holdback: INFO refused is unknown, naming the exit and the way "
+          "out") {
+  auto facts = doctor_facts::healthy();
+  facts.info.clear();
+  facts.info_error = "NOPERM this user has no permissions to run 'info'";
+  const auto result = holdback(facts);
+  CHECK(result.status == CheckStatus::unknown);
+  CHECK_THAT(result.message,
+             Catch::Contains("INFO refused (NOPERM")
+                 && Catch::Contains("exit 69")
+                 && Catch::Contains("set --restart-grace 0"));
+}
+
+TEST_CASE("holdback: a young master that holds a copy synced from its former "
+          "master is not held back") {
+  auto facts = doctor_facts::healthy();
+  facts.info["uptime_in_seconds"] = "5";
+  facts.info["master_replid2"] = std::string(40, 'a');
+  facts.info["repl_backlog_active"] = "1";
+  facts.info["second_repl_offset"] = "200";
+  facts.info["repl_backlog_first_byte_offset"] = "100";
+  const auto result = holdback(facts);
+  CHECK(result.status == CheckStatus::ok);
+  CHECK_THAT(result.message, Catch::Contains("holds a copy synced"));
 }

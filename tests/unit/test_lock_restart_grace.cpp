@@ -35,7 +35,8 @@ TEST_CASE("held_back: until the server has been up for the grace") {
   CHECK(busy->retry_ms == 27'000);
   CHECK(busy->held_back
         == "the Redis server at 127.0.0.1:7000 started 3s ago; no lock is "
-           "granted for another 27s (--restart-grace)");
+           "granted for another 27s (--restart-grace 30s: a holder from "
+           "before a restart may still run)");
   // The time left is rounded up in words, exact in retry_ms.
   const auto soon = lock::held_back("a:1", started, {30s}, 129s + 500ms);
   REQUIRE(soon);

@@ -143,7 +143,8 @@ report_not_acquired(const AcquireOptions& options, const lock::Busy& busy) {
                                  busy, options.limit == lock::k_shared_limit)
                        : held_back));
   } else if (!held_back.empty()) {
-    log::info("not acquired: " + quote(options.name) + ": " + held_back);
+    // Nobody holds it: said without -v (not with -q), as for a run.
+    log::notice("not acquired: " + quote(options.name) + ": " + held_back);
   }
 }
 

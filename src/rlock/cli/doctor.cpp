@@ -26,6 +26,15 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
                            + defaults::help_text(defaults::k_doctor_ttl) + ")")
       ->type_name("D")
       ->group("Checks");
+  detail::add_optional(app,
+                       "--restart-grace",
+                       raw.restart_grace,
+                       "judge the hold-back after a restart against D, as\n"
+                       "the lock commands take it ($RLOCK_RESTART_GRACE, "
+                           + defaults::help_text(defaults::k_restart_grace)
+                           + ")")
+      ->type_name("D")
+      ->group("Checks");
   app.add_flag("--json", raw.doctor.json, "print a JSON object")
       ->group("Output");
   detail::add_server_options(app, raw);
@@ -36,8 +45,8 @@ ParsedCommand
 options_of(const detail::RawOptions& raw, const Environment& environment) {
   DoctorOptions options;
   options.server = detail::server_of(raw, environment);
-  // What runs will use ($RLOCK_RESTART_GRACE or the default), for the
-  // `restarts` check of a quorum.
+  // What runs will use (--restart-grace, $RLOCK_RESTART_GRACE or the
+  // default), for each server's `holdback` check and a quorum's `restarts`.
   options.server.restart_grace = detail::restart_grace_of(raw, environment);
   options.json = raw.doctor.json;
   if (raw.doctor.name) {
@@ -63,16 +72,16 @@ CommandEntry
 doctor_command() {
   return {"doctor",
           "check that Redis keeps locks safe",
-          "rlock doctor [-t D] [--json] [NAME]",
-          "Checks eviction, persistence, replication, round trip, clock and\n"
-          "version (with Sentinel also the sentinels and the failover time;\n"
-          "with Cluster each master, then the cluster state and slots, the\n"
-          "replicas and the failover time; with several --url each server,\n"
-          "then the quorum, that they are independent masters, restarts\n"
-          "against the TTL and $RLOCK_RESTART_GRACE, and their clocks), and\n"
-          "with NAME where that lock lives (its key; with Cluster its slot\n"
-          "and master); one line each:\n"
-          "ok, warn, fail or unknown, name, message.\n"
+          "rlock doctor [-t D] [--restart-grace D] [--json] [NAME]",
+          "Checks eviction, persistence, replication, round trip, clock,\n"
+          "version and the restart hold-back (with Sentinel also the\n"
+          "sentinels and the failover time; with Cluster each master,\n"
+          "then the cluster state and slots, the replicas and the failover\n"
+          "time; with several --url each server, then the quorum, that\n"
+          "they are independent masters, restarts against the TTL and\n"
+          "--restart-grace, and their clocks), and with NAME where that\n"
+          "lock lives (its key; with Cluster its slot and master); one line\n"
+          "each: ok, warn, fail or unknown, name, message.\n"
           "Exit: 0 every check ok, 1 any other, 69 Redis unavailable,\n"
           "74 output could not be written.",
           add_options,

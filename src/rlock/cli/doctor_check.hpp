@@ -36,6 +36,10 @@ struct CheckResult {
 // (3.2); EVALSHA, PEXPIRE and PTTL date from 2.6.
 inline constexpr std::string_view k_min_redis_version = "4.0.0";
 
+// The Redis version Valkey forked from, which every Valkey reports as
+// redis_version (its own is valkey_version).
+inline constexpr std::string_view k_valkey_redis_version = "7.2.4";
+
 // A server clock further than this from the local one is reported.
 inline constexpr std::int64_t k_max_clock_offset_ms = 1000;
 

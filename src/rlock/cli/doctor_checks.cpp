@@ -108,6 +108,9 @@ diagnose(const ServerFacts& facts,
                                   check_replication(facts, deployment.replicas),
                                   check_latency(facts, timing),
                                   check_clock(facts)};
+  if (deployment.restart_grace > Duration::zero()) {
+    checks.push_back(check_holdback(facts, deployment.restart_grace));
+  }
   const auto* topology = deployment.topology ? &*deployment.topology : nullptr;
   if (const auto* sentinel =
           std::get_if<lock::SentinelDeploymentState>(topology)) {

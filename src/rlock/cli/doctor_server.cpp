@@ -1,4 +1,5 @@
 #include <rlock/cli/doctor_server.hpp>
+#include <rlock/lock/restart_grace.hpp>
 #include <rlock/util/text.hpp>
 
 #include <algorithm>
@@ -205,14 +206,36 @@ parse_version(std::string_view text) {
   return numbers;
 }
 
+namespace {
+
+// The Redis version `facts`' server is compatible with, which the minimum
+// is judged against: redis_version (Valkey pins it at 7.2.4, where it
+// forked), else, for a Valkey that told only its own version (HELLO), 7.2.4.
+std::string
+compatible_redis_version(const ServerFacts& facts) {
+  if (!facts.version.empty()) {
+    return facts.version;
+  }
+  if (facts.server_name == "valkey" && !facts.server_version.empty()) {
+    return std::string(k_valkey_redis_version);
+  }
+  return {};
+}
+
+} // namespace
+
 CheckResult
 check_version(const ServerFacts& facts) {
   auto check = named("version");
-  const auto version = parse_version(facts.version);
+  const auto version = parse_version(compatible_redis_version(facts));
   const auto minimum = parse_version(k_min_redis_version).value();
+  const auto text_or_null = [](const std::string& text) {
+    return text.empty() ? Json(nullptr) : Json(text);
+  };
   check.values = {
-      {"redis_version",
-       facts.version.empty() ? Json(nullptr) : Json(facts.version)},
+      {"redis_version", text_or_null(facts.version)},
+      {"server_name", text_or_null(facts.server_name)},
+      {"server_version", text_or_null(facts.server_version)},
       {"minimum", k_min_redis_version},
       {"scripts_run", facts.script_error.empty()},
       {"script_error",
@@ -220,10 +243,17 @@ check_version(const ServerFacts& facts) {
   const std::string needs =
       "rlock needs Redis 4.0 or later (Lua scripts with EVALSHA, PEXPIRE, "
       "HSET of several fields)";
-  const std::string redis = "Redis " + facts.version + " at " + facts.address;
+  const std::string redis =
+      lock::server_label(
+          {facts.server_name.empty() ? "redis" : facts.server_name,
+           facts.server_version.empty() ? facts.version : facts.server_version})
+      + " at " + facts.address;
   if (version && *version < minimum) {
     check.status = CheckStatus::fail;
-    check.message = redis + " is too old: " + needs;
+    check.message = redis + " is too old: " + needs
+                    + (facts.server_name.empty() || facts.server_name == "redis"
+                           ? ""
+                           : " (it reports Redis " + facts.version + ")");
   } else if (!facts.script_error.empty()) {
     check.status = CheckStatus::fail;
     check.message = (version ? redis : "The server at " + facts.address)
@@ -480,6 +510,66 @@ check_clock(const ServerFacts& facts) {
         "line firing at a slot's edge can land in the slot before and be "
         "skipped as done; --events' time (this host) and status's "
         "acquired_at (the server) disagree by as much";
+  return check;
+}
+
+namespace {
+
+// "5s", "2m10s": whole seconds, as INFO counts them.
+std::string
+whole(std::chrono::seconds duration) {
+  return duration < std::chrono::minutes(1)
+             ? std::to_string(duration.count()) + "s"
+             : format_duration(duration);
+}
+
+} // namespace
+
+CheckResult
+check_holdback(const ServerFacts& facts, Duration grace) {
+  using std::chrono::seconds;
+  auto check = named("holdback");
+  const auto uptime = to_integer(find(facts.info, "uptime_in_seconds"));
+  const bool copy = lock::holds_synced_copy(facts.info);
+  const std::string option = "--restart-grace " + format_seconds(grace);
+  // As the lock steps count it (lock::latest_start()): more than uptime - 1
+  // seconds surely passed.
+  const auto up = seconds(std::max<long long>(uptime.value_or(0) - 1, 0));
+  const auto left = grace - up;
+  const bool held = uptime && !copy && left > Duration::zero();
+  check.values = {
+      {"restart_grace_ms", ms_json(grace)},
+      {"uptime_s", json_or_null(uptime)},
+      {"synced_copy", copy},
+      {"held_back_ms",
+       held ? Json(std::chrono::ceil<std::chrono::milliseconds>(left).count())
+            : Json(nullptr)}};
+  if (!uptime) {
+    check.status = CheckStatus::unknown;
+    check.message = "cannot tell when " + facts.address + " started ("
+                    + why_unknown(facts, false) + "): with " + option
+                    + " every run fails at once (exit 69), since without "
+                      "INFO rlock cannot tell a server that restarted empty; "
+                      "allow INFO or set --restart-grace 0";
+  } else if (held) {
+    check.status = CheckStatus::warn;
+    check.message =
+        facts.address + " started " + whole(seconds(*uptime))
+        + " ago: locks are held back for "
+        + whole(std::chrono::ceil<seconds>(left)) + " more (" + option
+        + "), since a holder from before a restart may still run; until then "
+          "runs wait, and -n exits 75";
+  } else if (copy && grace > up) {
+    check.status = CheckStatus::ok;
+    check.message = facts.address + " started " + whole(seconds(*uptime))
+                    + " ago but holds a copy synced from its former master: "
+                      "not held back ("
+                    + option + ")";
+  } else {
+    check.status = CheckStatus::ok;
+    check.message = facts.address + " has been up " + whole(seconds(*uptime))
+                    + ", longer than " + option + ": locks are not held back";
+  }
   return check;
 }
 

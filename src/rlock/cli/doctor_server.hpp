@@ -38,4 +38,10 @@ CheckResult check_latency(const ServerFacts& facts,
 // k_max_clock_offset_ms or runs at a rate off by k_max_clock_rate_error.
 CheckResult check_clock(const ServerFacts& facts);
 
+// Returns the `holdback` check: how --restart-grace `grace` (above zero)
+// treats the server now: warn while it holds locks back (up less than the
+// grace, no copy synced from a former master), unknown when INFO does not
+// say when it started (runs then fail with 69), ok otherwise.
+CheckResult check_holdback(const ServerFacts& facts, Duration grace);
+
 } // namespace rlock::cli

@@ -449,8 +449,9 @@ run_held(const Held& held,
   return exit_code;
 }
 
-// -n fails silently, as flock does (cron mails any output); a -w that ran
-// out says so, for the CI log.
+// -n fails silently, as flock does (cron mails any output), unless the
+// restart grace refused it: nobody holds the lock, so that is said (not
+// with -q); a -w that ran out says so, for the CI log.
 void
 report_not_acquired(const std::string& name,
                     const std::optional<Duration>& wait,
@@ -466,8 +467,8 @@ report_not_acquired(const std::string& name,
     log::notice("gave up waiting for " + quote(name) + " after "
                 + format_duration(*wait) + "; " + why);
   } else {
-    log::info("not acquired: " + quote(name) + (held_back ? ": " : " is ")
-              + why);
+    (held_back ? log::notice : log::info)("not acquired: " + quote(name)
+                                          + (held_back ? ": " : " is ") + why);
   }
 }
 

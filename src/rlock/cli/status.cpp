@@ -47,6 +47,16 @@ add_options(CLI::App& app, detail::RawOptions& raw) {
                            + ")")
       ->type_name("D")
       ->group(output);
+  detail::add_optional(app,
+                       "--restart-grace",
+                       raw.restart_grace,
+                       "say whether a server up less than D holds locks\n"
+                       "back, as the lock commands take it "
+                       "($RLOCK_RESTART_GRACE, "
+                           + defaults::help_text(defaults::k_restart_grace)
+                           + ")")
+      ->type_name("D")
+      ->group(output);
   detail::add_server_options(app, raw);
   app.set_help_flag("-h,--help", "print this help and exit")->group(output);
 }
@@ -60,6 +70,7 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   }
   StatusOptions options;
   options.server = detail::server_of(raw, environment);
+  options.server.restart_grace = detail::restart_grace_of(raw, environment);
   options.json = status.json;
   options.wide = status.wide;
   options.match = status.match;
@@ -233,22 +244,55 @@ common_node(lock::StoreSurvey& store, const lock::StatusSnapshot& snapshot) {
   return sentinel ? sentinel->master : "";
 }
 
-// Prints `snapshot` as a table or JSON.
+// Whether the server holds new locks back (--restart-grace), as a run
+// would be told: a look at the first NAME (any name: the grace is the
+// server's), which takes nothing. Nothing when it does not, when it cannot
+// tell (INFO refused: a run says so), or with a quorum, whose looks do not
+// judge the grace.
+std::optional<lock::Busy>
+held_back(lock::LockStore& store, const StatusOptions& options) {
+  if (options.server.restart_grace.length <= Duration::zero()) {
+    return std::nullopt;
+  }
+  try {
+    const auto look =
+        store.peek(options.names.empty() ? "status" : options.names.front());
+    const auto* busy = std::get_if<lock::Busy>(&look);
+    if (busy && !busy->held_back.empty()) {
+      return *busy;
+    }
+  } catch (const Error&) {
+    // The listing says what is wrong with the server, if anything.
+  }
+  return std::nullopt;
+}
+
+// Prints `snapshot` as a table or JSON, with the hold-back `held` if any.
 void
 print_snapshot(lock::StoreSurvey& store,
                const StatusOptions& options,
-               const lock::StatusSnapshot& snapshot) {
+               const lock::StatusSnapshot& snapshot,
+               const std::optional<lock::Busy>& held) {
   if (options.json) {
-    write_out(format_status_json(snapshot, common_node(store, snapshot)));
+    write_out(format_status_json(
+        snapshot,
+        common_node(store, snapshot),
+        held ? std::optional<std::int64_t>(held->retry_ms) : std::nullopt));
     return;
   }
   const auto topology = topology_line(store, snapshot);
+  const std::string held_line =
+      held ? "held back: " + held->held_back + "\n" : "";
   if (options.names.empty() && snapshot.locks.empty()) {
     write_out(topology);
+    if (held) {
+      log::notice("held back: " + held->held_back);
+    }
     log::error(nothing_held(options, snapshot));
     return;
   }
-  write_out(topology + format_status_table(snapshot, table_width(options)));
+  write_out(topology + held_line
+            + format_status_table(snapshot, table_width(options)));
 }
 
 } // namespace
@@ -258,6 +302,7 @@ status_command() {
   return {"status",
           "show who holds which lock",
           "rlock status [--json|--wide] [--match GLOB] [--watch [-i D]] "
+          "[--restart-grace D] "
           "[NAME...]",
           "Exit: 0 all named locks held (or a listing), 1 one is free,\n"
           "69 Redis unavailable (or a Cluster master, or more servers of a\n"
@@ -275,8 +320,9 @@ run(const StatusOptions& options) {
   if (options.watch) {
     return watch(store, options);
   }
+  const auto held = held_back(store, options);
   const auto snapshot = read_snapshot(store, options);
-  print_snapshot(store, options, snapshot);
+  print_snapshot(store, options, snapshot, held);
   if (report_unreachable(snapshot)) {
     return exit_code::k_unavailable;
   }

@@ -375,7 +375,8 @@ format_status_table(const lock::StatusSnapshot& snapshot, std::size_t width) {
 
 std::string
 format_status_json(const lock::StatusSnapshot& snapshot,
-                   const std::string& node) {
+                   const std::string& node,
+                   std::optional<std::int64_t> held_back_ms) {
   auto locks = nlohmann::ordered_json::array();
   for (const auto& state : snapshot.locks) {
     nlohmann::ordered_json entry{
@@ -426,6 +427,9 @@ format_status_json(const lock::StatusSnapshot& snapshot,
     if (snapshot.quorum > 0) {
       entry["quorum"] = state.quorum && state.quorum->agreed;
       entry["nodes"] = nodes_json(state);
+    }
+    if (held_back_ms) {
+      entry["held_back_ms"] = *held_back_ms;
     }
     locks.push_back(std::move(entry));
   }

@@ -2,6 +2,8 @@
 
 #include <rlock/lock/lease.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace rlock::cli {
@@ -14,9 +16,12 @@ std::string format_status_table(const lock::StatusSnapshot& snapshot,
 // Returns the status as a JSON array (see docs/status.md: --json), with a
 // trailing newline. Each lock says where it is kept (`node`) when the store
 // said (Cluster: with its `slot`), else when a `node` is given (the master of
-// a Sentinel deployment).
-std::string format_status_json(const lock::StatusSnapshot& snapshot,
-                               const std::string& node = {});
+// a Sentinel deployment). While the server holds new locks back
+// (--restart-grace), each lock has `held_back_ms`: how long still.
+std::string
+format_status_json(const lock::StatusSnapshot& snapshot,
+                   const std::string& node = {},
+                   std::optional<std::int64_t> held_back_ms = std::nullopt);
 
 // Returns the line status prints before the table for a replicated
 // deployment: "sentinel: master 'mymaster' 127.0.0.1:7000 (3 of 3 sentinels

@@ -30,6 +30,13 @@ format_whole_seconds(seconds duration) {
              : format_duration(duration);
 }
 
+// "30s", "1h00m", "1.5s": the grace as a person would give it.
+std::string
+format_grace(Duration grace) {
+  const auto whole = std::chrono::floor<seconds>(grace);
+  return whole == grace ? format_whole_seconds(whole) : format_duration(grace);
+}
+
 // Returns the start that counts for the grace from the replies to INFO
 // server and INFO replication set aside on `connection`: the latest start
 // the uptime allows, or, for a server that holds a synced copy, a start a
@@ -53,6 +60,11 @@ start_from_info(redis::Connection& connection, const RestartGrace& grace) {
   if (!uptime) {
     unknown_start(address, "INFO has no uptime_in_seconds", grace);
   }
+  // -v names the server as it names itself (Valkey: server_name and
+  // valkey_version, not the redis_version it pins at 7.2.4).
+  log::info("the server at " + address + " is "
+            + server_label(identify_server(parse_info(server->text))) + ", up "
+            + format_whole_seconds(seconds(*uptime)));
   const BootTime started = latest_start(*uptime, received);
   if (started + grace.length <= received || !replication
       || !replication->is_string() || !holds_synced_copy(replication->text)) {
@@ -103,7 +115,11 @@ uptime_of(std::string_view info) {
 
 bool
 holds_synced_copy(std::string_view replication) {
-  const Fields fields = parse_info(replication);
+  return holds_synced_copy(parse_info(replication));
+}
+
+bool
+holds_synced_copy(const Fields& fields) {
   const auto text = [&fields](std::string_view name) -> std::string_view {
     const auto it = fields.find(name);
     return it == fields.end() ? std::string_view() : it->second;
@@ -147,7 +163,8 @@ held_back(const std::string& address,
                    + format_whole_seconds(up)
                    + " ago; no lock is granted for another "
                    + format_whole_seconds(std::chrono::ceil<seconds>(left))
-                   + " (" + grace.name + ")";
+                   + " (" + grace.name + " " + format_grace(grace.length)
+                   + ": a holder from before a restart may still run)";
   return busy;
 }
 

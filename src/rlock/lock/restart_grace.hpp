@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rlock/lock/lease.hpp>
+#include <rlock/lock/server_facts.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/util/clock.hpp>
@@ -44,6 +45,9 @@ std::optional<std::int64_t> uptime_of(std::string_view info);
 // the master the copy came from: a master that restarted empty and stayed
 // master (no failover) hands its loss to the replicas that copy it.
 bool holds_synced_copy(std::string_view replication);
+
+// The same for the fields of INFO replication (parse_info()).
+bool holds_synced_copy(const Fields& replication);
 
 // Returns the latest instant at which a server can have started that
 // reported `uptime_seconds` in a reply received at `received`.

@@ -84,11 +84,20 @@ read_version(redis::Connection& connection, ServerFacts& facts) {
   if (const auto found = facts.info.find("redis_version");
       found != facts.info.end()) {
     facts.version = found->second;
+    const auto identity = identify_server(facts.info);
+    facts.server_name = identity.name;
+    facts.server_version = identity.version;
     return;
   }
+  // HELLO says the server's name and its own version (Valkey: "valkey",
+  // "8.0.1"), not the Redis version it is compatible with.
   const auto reply = connection.command({"HELLO", "2"});
   if (reply.is_array()) {
-    facts.version = field_of(reply, "version");
+    facts.server_name = field_of(reply, "server");
+    facts.server_version = field_of(reply, "version");
+    if (facts.server_name.empty() || facts.server_name == "redis") {
+      facts.version = facts.server_version;
+    }
   }
 }
 
@@ -304,6 +313,37 @@ field_of(std::string_view list, std::string_view key) {
 }
 
 } // namespace
+
+ServerIdentity
+identify_server(const Fields& info) {
+  const auto text = [&info](const std::string& name) {
+    const auto found = info.find(name);
+    return found == info.end() ? std::string() : found->second;
+  };
+  ServerIdentity identity{text("server_name"), {}};
+  if (!identity.name.empty()) {
+    identity.version = text(identity.name + "_version");
+  }
+  if (identity.version.empty()) {
+    identity.version = text("redis_version");
+  }
+  if (identity.name.empty() && !identity.version.empty()) {
+    identity.name = "redis";
+  }
+  return identity;
+}
+
+std::string
+server_label(const ServerIdentity& identity) {
+  if (identity.name.empty()) {
+    return "the server";
+  }
+  std::string label = identity.name;
+  if (label[0] >= 'a' && label[0] <= 'z') {
+    label[0] = static_cast<char>(label[0] - 'a' + 'A');
+  }
+  return identity.version.empty() ? label : label + " " + identity.version;
+}
 
 std::vector<ReplicaState>
 replicas_of(const Fields& info) {

@@ -44,6 +44,13 @@ struct ServerFacts {
   Fields info;              // INFO fields of every section read
   std::string info_error;   // why an INFO section was refused
   std::string version;      // redis_version (INFO, else HELLO); "" unknown
+  // Who the server says it is (INFO's server_name, else HELLO's server):
+  // "redis", "valkey"; "" when it did not say.
+  std::string server_name;
+  // That server's own version: INFO's <server_name>_version (Valkey pins
+  // redis_version at 7.2.4: valkey_version is its own), else redis_version,
+  // else HELLO's version; "" unknown.
+  std::string server_version;
   std::string script_error; // why EVAL of a test script failed; "" it ran
   std::vector<Duration> round_trips;           // one per PING
   std::optional<std::int64_t> server_time_ms;  // TIME, ms since the epoch
@@ -57,6 +64,21 @@ struct ServerFacts {
 // Returns the "field:value" lines of an INFO reply; "# Section" lines and
 // lines without a colon are skipped.
 Fields parse_info(std::string_view text);
+
+// Who a server says it is, from the fields of INFO server.
+struct ServerIdentity {
+  std::string name;    // server_name ("valkey"); "redis" when INFO has none
+  std::string version; // <name>_version ("8.0.1"), else redis_version
+};
+
+// Returns the identity in `info`; a name without a version of its own takes
+// redis_version. Empty when `info` has neither server_name nor
+// redis_version.
+ServerIdentity identify_server(const Fields& info);
+
+// Returns how messages name a server: "Valkey 8.0.1", "Redis 7.0.15",
+// "Redis" (no version), "the server" (nothing known).
+std::string server_label(const ServerIdentity& identity);
 
 // Returns the replicas of an INFO replication's fields ("slave0:ip=...,
 // port=...,state=online,offset=...,lag=0"), in their order.

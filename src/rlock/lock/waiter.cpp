@@ -380,10 +380,11 @@ template <class Answer>
 void
 Waiter<Answer>::report(const Busy& busy) {
   if (!busy.held_back.empty()) {
-    // The `busy` event went out already; the line only once.
+    // The `busy` event went out already; the line only once, and without
+    // -v: a wait nobody holds the lock for would look like a hang.
     if (m_last_report != "held back") {
       m_last_report = "held back";
-      log::info("waiting for " + quote(m_name) + ": " + busy.held_back);
+      log::notice("waiting for " + quote(m_name) + ": " + busy.held_back);
     }
     return;
   }
