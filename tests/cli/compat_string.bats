@@ -185,6 +185,24 @@ app() {
   key_absent 'rlock:{job}:wake'
 }
 
+@test "rlock wait --compat string returns once the app releases; release --force breaks the app's lock" {
+  need_redispy
+  bg "$PY" "$CLIENT" "$RLOCK_URL" hold job 30 2 "$BATS_TEST_TMPDIR/ready"
+  local app_pid=$BG_PID
+  wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
+  run -75 rl wait --compat string -w 0.3 job
+  run -0 rl wait --compat string -w 20 job
+  test -e "$BATS_TEST_TMPDIR/ready.releasing"
+  local rc=0
+  reap "$app_pid" || rc=$?
+  ((rc == 0))
+  # A crashed app's lock without expiry, broken by hand.
+  redis_cli set job stale >/dev/null
+  run -0 rl release --compat string --force job
+  key_absent job
+  run -1 rl release --compat string --force job
+}
+
 @test "refused with 64: an unknown style, a style's bad ENV, and what the styles cannot serve" {
   run -64 rl --compat bogus -n job true
   [[ $output == *--compat*"'bogus'"* ]]
