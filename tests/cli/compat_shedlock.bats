@@ -4,6 +4,9 @@
 # ShedLock is Java (not installable here): tests/compat/shedlock_client.py
 # emulates its Redis provider from its source (named in that file).
 
+# The child commands are single-quoted on purpose.
+# shellcheck disable=SC2016
+
 bats_require_minimum_version 1.5.0
 
 load helpers

@@ -4,6 +4,9 @@
 # tests/compat/redispy_client.py) take the same lock, a plain string at NAME,
 # and exclude each other both ways.
 
+# The child commands are single-quoted on purpose.
+# shellcheck disable=SC2016
+
 bats_require_minimum_version 1.5.0
 
 load helpers
