@@ -125,6 +125,21 @@ role_is() {
   done
 }
 
+@test "--compat string through the sentinel URL: the key NAME on the master and a replica, gone after" {
+  local master
+  master=$(sentinel_master_port "$SHARED_DIR")
+  run -0 rl --compat string compat-job bash -c "
+    redis-cli -h 127.0.0.1 -p $master type compat-job
+    n=0
+    for p in $SENTINEL_REPLICA_PORTS; do
+      n=\$((n + \$(redis-cli -h 127.0.0.1 -p \$p exists compat-job)))
+    done
+    echo \$n"
+  [[ ${lines[0]} == string ]]
+  ((lines[1] >= 1))
+  [[ $(exists_on compat-job "$master") == 0 ]]
+}
+
 @test "a master the sentinels do not know: 69 naming each sentinel; no sentinel reachable: 69; a malformed sentinel URL: 64" {
   local port url p1 p2
   url=${RLOCK_SENTINEL_URL%/*}/nosuch
@@ -189,6 +204,26 @@ role_is() {
   # The contrast: the same with no confirmation asked for.
   run -0 rl --replicas 0 -w 2s frozen touch ran
   [[ -e ran ]]
+  for port in "${replicas[@]}"; do
+    thaw "$port"
+  done
+}
+
+@test "--compat string, replicas frozen around the acquire: the command never runs (69), the key undone" {
+  local master port
+  local -a replicas
+  sentinel_wait_ready "$SHARED_DIR"
+  master=$(sentinel_master_port "$SHARED_DIR")
+  mapfile -t replicas < <(replicas_now "$SHARED_DIR")
+  ((${#replicas[@]} == 2))
+  for port in "${replicas[@]}"; do
+    freeze "$port"
+  done
+  run -69 rl --compat string -w 2s compat-frozen touch ran
+  echo "$output"
+  [[ $output == *"0 of 1 replicas of 127.0.0.1:$master"* ]]
+  [[ ! -e ran ]]
+  [[ $(exists_on compat-frozen "$master") == 0 ]]
   for port in "${replicas[@]}"; do
     thaw "$port"
   done
