@@ -123,6 +123,14 @@ add_server_options(CLI::App& app, RawOptions& raw) {
                raw.tls_insecure,
                "rediss://: do not verify the server (unsafe)")
       ->group(group);
+  add_optional(app,
+               "--compat",
+               raw.compat,
+               "keep the lock as an application's library does:\n"
+               "string (key NAME: redis-py, redsync, redlock),\n"
+               "shedlock[:ENV] or redisson (docs/sharing.md)")
+      ->type_name("STYLE")
+      ->group(group);
 }
 
 void

@@ -105,6 +105,7 @@ struct RawOptions {
   std::optional<std::string> tls_key;
   std::optional<std::string> tls_server_name;
   bool tls_insecure = false;
+  std::optional<std::string> compat; // --compat STYLE
   // Waiting (run, acquire, wait)
   std::optional<std::string> wait;
   std::optional<std::string> restart_grace;
@@ -203,6 +204,12 @@ lock::RestartGrace restart_grace_of(const RawOptions& raw,
 // The restart grace is off: the commands that take one set it.
 lock::Deployment server_of(const RawOptions& raw,
                            const Environment& environment);
+
+// Returns --compat's style (cli/compat_option.cpp), the rlock style when
+// not given; throws a usage error for an unknown style, or for options and
+// deployments the style cannot serve (--limit, --shared, --fair,
+// --once-per, a quorum of servers).
+lock::Compat compat_of(const RawOptions& raw, const lock::Deployment& server);
 
 // Returns the token of `name`: `typed` (--token), else $RLOCK_TOKEN when
 // $RLOCK_NAME says it is this lock's.

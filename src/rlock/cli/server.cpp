@@ -412,6 +412,7 @@ server_of(const RawOptions& raw, const Environment& environment) {
       raw.io_timeout, defaults::k_io_timeout, "--io-timeout", false);
   deployment.connect.password_sources =
       "--password-file, $RLOCK_PASSWORD or the URL";
+  deployment.compat = compat_of(raw, deployment);
   return deployment;
 }
 

@@ -46,6 +46,22 @@ struct Quorum {
 
 using Topology = std::variant<Single, Sentinel, Cluster, Quorum>;
 
+// How a lock is kept: rlock's own layout, or the layout of a library an
+// application takes the same lock with (--compat), so that both exclude
+// each other (docs/sharing.md).
+enum class LockStyle {
+  rlock,    // rlock's hash at PREFIX{NAME} and the keys beside it
+  string,   // the SET-NX family: a string at NAME, a random token
+  shedlock, // ShedLock: a string at job-lock:ENV:NAME
+  redisson, // Redisson's RLock: a hash at NAME, one field per holder
+};
+
+// The --compat choice: the style and, for ShedLock, its environment.
+struct Compat {
+  LockStyle style = LockStyle::rlock;
+  std::string shedlock_env = "default";
+};
+
 // Where the locks live, parsed once from the command line (cli/server.cpp):
 // the topology, and what all its servers share. A new kind of deployment
 // adds its alternative to Topology and its store to open_store()
@@ -59,6 +75,8 @@ struct Deployment {
   // How many replicas must confirm the acquire and every renewal (a
   // quorum's members carry their own; this is the first one's).
   ReplicaPolicy replicas{};
+  // --compat: whose layout the lock is kept in (rlock's own by default).
+  Compat compat{};
 };
 
 // Returns `options` with the connect and reply timeouts cut to what is left

@@ -106,6 +106,9 @@ struct Busy {
   // Held back because the server started too recently (--restart-grace):
   // why, for people; retry_ms is when the grace ends.
   std::string held_back;
+  // The holder sends no wake-up when it releases (an application's lock,
+  // --compat): a waiter also looks again after a short backoff.
+  bool polled = false;
 };
 
 // The answer to one acquire attempt: the lock, or who holds it. A default

@@ -22,6 +22,10 @@ constexpr Duration k_queue_refresh = k_queue_entry_ttl / 2;
 constexpr Duration k_first_retry = 100ms;
 constexpr Duration k_last_retry = 2s;
 
+// Looking again at a holder that sends no wake-up (Busy::polled).
+constexpr Duration k_first_poll = 50ms;
+constexpr Duration k_last_poll = 1s;
+
 // Slack after the holder's lease should have run out, so that the server has
 // expired it when we look.
 constexpr Duration k_expiry_slack = 5ms;
@@ -128,6 +132,7 @@ private:
   std::unique_ptr<Wakeups> m_wakeups;
   std::string m_last_report;
   bool m_slept = false;
+  Duration m_poll{}; // the backoff of a polled holder (Busy::polled)
 };
 
 template <class Answer>
@@ -356,6 +361,13 @@ Waiter<Answer>::next_delay(const Busy& busy) {
   };
   if (busy.retry_ms >= 0) {
     bound(from_milliseconds(busy.retry_ms) + k_expiry_slack);
+  }
+  if (busy.polled) {
+    // A holder that sends no wake-up (an application's lock): looked at
+    // again after a backoff from 50 ms doubling to 1 s, jittered, so that
+    // its release is seen soon without a busy loop.
+    m_poll = std::clamp<Duration>(m_poll * 2, k_first_poll, k_last_poll);
+    bound(jittered(m_poll));
   }
   if (m_options.fair || busy.place > 0) {
     // The place in the queue, refreshed in [4/5, 1] of the interval:

@@ -3,12 +3,24 @@
 #include <rlock/store/open_store.hpp>
 #include <rlock/store/quorum_store.hpp>
 #include <rlock/store/redis_store.hpp>
+#include <rlock/store/string_store.hpp>
+#include <rlock/util/error.hpp>
 
 namespace rlock::lock {
 
 std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
   const auto& topology = deployment.topology;
+  switch (deployment.compat.style) {
+  case LockStyle::rlock:
+    break;
+  case LockStyle::string:
+  case LockStyle::shedlock:
+    return std::make_unique<StringStore>(deployment);
+  case LockStyle::redisson:
+    throw Error(ErrorKind::bad_input,
+                "the redisson lock style is not built yet");
+  }
   if (std::holds_alternative<Quorum>(topology)) {
     return std::make_unique<QuorumStore>(deployment);
   }

@@ -25,6 +25,7 @@ local strict_key_args = {
   LLEN = 'first', RPUSH = 'first', LPUSH = 'first',
   SADD = 'first', SREM = 'first', SISMEMBER = 'first',
   TIME = 'none', PUBLISH = 'none',
+  TYPE = 'first', INCR = 'first', -- the --compat string scripts
 }
 
 local function strict_check(args)

@@ -1,0 +1,90 @@
+#pragma once
+
+#include <rlock/lock/deployment.hpp>
+#include <rlock/store/forwarding_store.hpp>
+#include <rlock/store/redis_store.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rlock::lock {
+
+// The keys of a lock kept as one plain string (--compat string, shedlock):
+// the application's key, and the keys of rlock's own beside it, in the same
+// Cluster slot (their hash tag is the key's own tag, or the whole key).
+struct StringKeys {
+  std::string name;  // the lock's NAME
+  std::string lock;  // the application's key: NAME, or job-lock:ENV:NAME
+  std::string wake;  // rlock's wake-up list: a release pushes onto it
+  std::string fence; // rlock's fence counter ($RLOCK_FENCE)
+};
+
+// Returns the keys of `name` for `compat`'s style (string or shedlock),
+// rlock's own under `prefix`.
+StringKeys string_keys_for(const Compat& compat,
+                           std::string_view prefix,
+                           std::string_view name);
+
+// Returns the value of a ShedLock lock taken now by `host` (ShedLock's
+// "ADDED:<ISO-8601 instant>@<host>"), with the instant `epoch_ms`.
+std::string shedlock_value(std::int64_t epoch_ms, std::string_view host);
+
+// A lock kept as the SET-NX family of libraries keeps it (redis-py's Lock,
+// redsync, node-redlock, ShedLock): one string key holding the holder's
+// token, taken with SET NX PX, renewed by compare-and-PEXPIRE and released
+// by compare-and-DEL, so that rlock and the application exclude each
+// other. The libraries send no wake-up: a waiter polls (Busy::polled); an
+// rlock holder's release also pushes a wake-up onto rlock's list beside
+// the key. A key of another type is never taken (Failure). The session and
+// the survey of the servers are the RedisStore's.
+class StringStore final : public ForwardingStore {
+public:
+  explicit StringStore(Deployment deployment);
+
+  std::unique_ptr<LockStore> another() const override;
+  std::string key_of(std::string_view name) const override;
+  AcquireAttempt acquire(const LockRequest& request,
+                         const WaiterEntry& entry) override;
+  PeekResult peek(std::string_view name) override;
+  std::int64_t lease_remaining_ms(std::string_view name) override;
+  Renewal renew(std::string_view name,
+                const std::string& token,
+                Duration ttl,
+                RenewMode mode) override;
+  bool release(std::string_view name, const std::string& token) override;
+  void release_quietly(std::string_view name,
+                       const std::string& token) noexcept override;
+  std::optional<Duration> check(std::string_view name,
+                                const std::string& token) override;
+  std::optional<BrokenLock> force_release(std::string_view name) override;
+  void leave_queue(std::string_view name, const std::string& token) override;
+  Slot current_slot(std::string_view name, Duration length) override;
+  void mark_slot_done(std::string_view name,
+                      std::int64_t number,
+                      Duration keep) override;
+  std::unique_ptr<Wakeups> watch(std::string_view name,
+                                 const std::string& token) override;
+  std::unique_ptr<Wakeups> watch_releases(std::string_view name) override;
+  StatusSnapshot read_locks(const std::vector<std::string>& names) override;
+  StatusSnapshot list_locks(std::string_view match) override;
+
+protected:
+  LockStore& inner() const override;
+
+private:
+  StringKeys keys(std::string_view name) const;
+  // Runs `step` on the inner store's connection; a failure drops it.
+  template <typename Step>
+  auto on_connection(Step&& step);
+
+  int confirm(redis::Connection& c, const std::string& what, Duration limit);
+
+  Deployment m_deployment;
+  std::unique_ptr<RedisStore> m_redis;
+  // As in RedisStore: fixed at the first write, never lowered.
+  std::optional<int> m_required_replicas;
+};
+
+} // namespace rlock::lock
