@@ -33,6 +33,7 @@ Usage:
   redisson_client.py URL NAME try [--wait S] [--hold S] [--watchdog MS]
       tryLock(wait) with the watchdog, hold for S seconds renewing, unlock.
       Prints one line per event on stdout:
+        waiting (busy, subscribed to the channel: waits from now on)
         acquired after=<s> woken_by=<none|message|timer> messages=<n>
         failed after=<s> messages=<n>
         renewed | lost | unlocked | not-held result=<r>
@@ -150,6 +151,7 @@ class Lock:
                 break
             if time.monotonic() - start > wait_s:
                 return False, None
+        say("waiting")
         woken_by = "timer"
         try:
             while True:
