@@ -49,15 +49,19 @@ key_exists() {
 }
 
 @test "rlock -w runs once the Redisson holder unlocks, woken by its unlock message" {
-  # Redisson's lease is 30 s (its watchdog default): without the unlock
-  # message, rlock's waiter would look again only after its safety net
-  # (a third of its own 30 s TTL) and time out at 6 s.
+  # Not a speed claim but the cause: without the unlock message, rlock's
+  # waiter looks again only when its safety net fires, at least 5 s in (a
+  # third of a 30 s TTL, clamped to 10 s, jittered down to half), or at the
+  # end of its wait. The Redisson holder unlocks about 1 s in.
   bg "$PY" "$CLIENT" "$RLOCK_URL" job try --hold 1
   local holder=$BG_PID
   wait_until 10 key_exists job
-  run rl --compat redisson --ttl 30s -w 6 job sh -c 'echo ran'
+  local start
+  start=$(now_ms)
+  run rl --compat redisson --ttl 30s -w 20 job sh -c 'echo ran'
   [ "$status" -eq 0 ]
   [ "$output" = ran ]
+  (($(now_ms) - start < 4500))
   reap "$holder"
   grep -qx unlocked "$BG_OUT"
 }
@@ -111,8 +115,12 @@ hold() {
 @test "rlock wait returns when a Redisson holder unlocks" {
   bg "$PY" "$CLIENT" "$RLOCK_URL" job try --hold 1
   wait_until 10 key_exists job
-  run rl --compat redisson wait -w 6 job
+  local start
+  start=$(now_ms)
+  run rl --compat redisson wait -w 20 job
   [ "$status" -eq 0 ]
+  # Woken by the message, not the safety net (see the test above).
+  (($(now_ms) - start < 4500))
 }
 
 @test "a key of another type is never taken: 69 and one line saying what was found" {
