@@ -51,7 +51,7 @@ CTEST = ctest --output-on-failure -j$(JOBS)
 BUILD_PACKAGES = g++ cmake make pkg-config libhiredis-dev libssl-dev libcli11-dev \
   nlohmann-json3-dev catch2 scdoc
 TEST_PACKAGES = $(BUILD_PACKAGES) redis-server redis-tools redis-sentinel bats zsh \
-  fish iproute2 bash-completion tmux
+  fish iproute2 bash-completion tmux python3-redis
 DEB_PACKAGES = $(BUILD_PACKAGES) dpkg-dev
 VERSION := $(shell sed -nE 's/^project.rlock VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
 CI_PACKAGES = clang clang-format shellcheck mandoc lua5.4

@@ -23,6 +23,9 @@ _rlock_value()
     --replicas)
       mapfile -t COMPREPLY < <(compgen -W 'auto all 0 1 2' -- "$cur")
       ;;
+    --compat)
+      mapfile -t COMPREPLY < <(compgen -W 'string shedlock shedlock: redisson' -- "$cur")
+      ;;
     --limit)
       mapfile -t COMPREPLY < <(compgen -W '2 3 4' -- "$cur")
       ;;
@@ -55,6 +58,9 @@ _rlock_takes_value()
       --min-validity | --match | --interval | --password-file | --tls-ca | \
       --tls-cert | --tls-key | --tls-server-name | --restart-grace | \
       --sentinel-password-file | --replicas | --replicas-timeout | --quorum | -[wtEci])
+      return 0
+      ;;
+    --compat)
       return 0
       ;;
   esac
@@ -134,7 +140,8 @@ _rlock_subcommand_options()
 {
   local connection='--url --prefix --connect-timeout --io-timeout
     --password-file --sentinel-password-file --replicas --replicas-timeout
-    --quorum --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure -h --help'
+    --quorum --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure -h --help
+    --compat'
   case $1 in
     status) echo "--json --wide --match --watch -i --interval $connection" ;;
     doctor) echo "-t --ttl --json $connection" ;;
@@ -287,6 +294,7 @@ _rlock()
       --tls-insecure --hold --once-per --limit -s --shared --events
       -v --verbose -q --quiet -h --help -V --version
       -x -e --exclusive --nb --nonblocking -o --close
+      --compat
     )
     # Not an option: the subcommand or NAME.
     if [[ $cur != -* ]]; then

@@ -17,6 +17,8 @@ function __rlock_takes_value
             --tls-key --tls-server-name --restart-grace \
             --sentinel-password-file --replicas --replicas-timeout --quorum -w -t -E -c -i
             return 0
+        case --compat
+            return 0
     end
     return 1
 end
@@ -223,6 +225,7 @@ complete -c rlock -n $opts -l tls-cert -r -F -d 'rediss://: client certificate (
 complete -c rlock -n $opts -l tls-key -r -F -d 'rediss://: its private key'
 complete -c rlock -n $opts -l tls-server-name -x -d 'rediss://: name to verify (the URL\'s host)'
 complete -c rlock -n $opts -l tls-insecure -d 'rediss://: do not verify the server (unsafe)'
+complete -c rlock -n $opts -l compat -x -a 'string shedlock shedlock: redisson' -d 'keep the lock as an application\'s library does'
 complete -c rlock -n $opts -s v -l verbose -d 'lifecycle lines on stderr'
 complete -c rlock -n $opts -s q -l quiet -d 'nothing but errors on stderr'
 complete -c rlock -n $opts -s h -l help -d 'print the help and exit'
@@ -257,6 +260,7 @@ for sub in status acquire extend release check wait doctor
     complete -c rlock -n "__rlock_at $sub" -l tls-key -r -F -d 'rediss://: its private key'
     complete -c rlock -n "__rlock_at $sub" -l tls-server-name -x -d 'rediss://: name to verify (the URL\'s host)'
     complete -c rlock -n "__rlock_at $sub" -l tls-insecure -d 'rediss://: do not verify the server (unsafe)'
+    complete -c rlock -n "__rlock_at $sub" -l compat -x -a 'string shedlock shedlock: redisson' -d 'keep the lock as an application\'s library does'
     complete -c rlock -n "__rlock_at $sub" -s h -l help -d 'print the help and exit'
 end
 for sub in acquire extend release check wait

@@ -25,6 +25,7 @@ _rlock_connection_options=(
   '--tls-key=[rediss\://: the client certificate'\''s private key]:file:_files'
   '--tls-server-name=[rediss\://: name to verify (the URL'\''s host)]:name:_hosts'
   '--tls-insecure[rediss\://: do not verify the server (unsafe)]'
+  '--compat=[keep the lock as an application'\''s library does]:style:(string shedlock shedlock\: redisson)'
 )
 _rlock_output_options=(
   '(-v --verbose -q --quiet)'{-v,--verbose}'[lifecycle lines on stderr]'
@@ -116,6 +117,8 @@ _rlock_takes_value() {
 --limit|--events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
 --tls-cert|--tls-key|--tls-server-name|--restart-grace|\
 --sentinel-password-file|--replicas|--replicas-timeout|--quorum|-[wtEci])
+      return 0 ;;
+    (--compat)
       return 0 ;;
   esac
   return 1

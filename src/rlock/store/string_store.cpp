@@ -469,12 +469,17 @@ StringStore::read_locks(const std::vector<std::string>& names) {
     if (state.held) {
       state.token = text_at(reply, 1);
       state.ttl_ms = integer_at(reply, 2, -1);
+      // The value is all the key tells of its holder: shown where rlock's
+      // own locks show the command.
+      state.command = "value " + quote(state.token);
       if (m_deployment.compat.style == LockStyle::shedlock) {
         // "ADDED:<instant>@<host>[:<uuid>]": the host is ShedLock's word
         // for its holder.
         const auto at = state.token.find('@');
         if (at != std::string::npos) {
-          state.host = state.token.substr(at + 1);
+          const auto end = state.token.find(':', at + 1);
+          state.host = state.token.substr(
+              at + 1, end == std::string::npos ? end : end - at - 1);
         }
       }
     }
