@@ -158,3 +158,14 @@ hold() {
   run --separate-stderr rl --compat redisson --url "$RLOCK_URL" --url "$RLOCK_URL" --url "$RLOCK_URL" -n job true
   [ "$status" -eq 64 ]
 }
+
+@test "RLOCK_FENCE comes from rlock's own counter beside Redisson's key" {
+  run rl --compat redisson job sh -c 'echo "$RLOCK_FENCE"'
+  [ "$status" -eq 0 ]
+  [ "$output" = 1 ]
+  run rl --compat redisson job sh -c 'echo "$RLOCK_FENCE"'
+  [ "$output" = 2 ]
+  [ "$(redis_cli get "$(fence_key job)")" = 2 ]
+  # Redisson's hash is gone after each release: only the counter stays.
+  [ "$(redis_cli exists job)" = 0 ]
+}

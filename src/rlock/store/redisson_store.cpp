@@ -194,6 +194,18 @@ RedissonStore::channel_of(std::string_view name) {
 }
 
 std::string
+RedissonStore::fence_key_of(std::string_view name) const {
+  // The key's own hash tag when it has one, else the whole key as the tag:
+  // the counter is in the key's Cluster slot.
+  const std::string key(name);
+  const auto open = key.find('{');
+  const bool tagged = open != std::string::npos
+                      && key.find('}', open + 1) != std::string::npos
+                      && key.find('}', open + 1) > open + 1;
+  return m_deployment.prefix + (tagged ? key : "{" + key + "}") + ":fence";
+}
+
+std::string
 RedissonStore::field_of(const std::string& token) {
   return token + ":" + std::string(k_thread);
 }
@@ -228,12 +240,13 @@ RedissonStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
     const auto reply =
         redis::run_script(c,
                           redis::k_redisson_take_script,
-                          {request.name},
+                          {request.name, fence_key_of(request.name)},
                           {field_of(request.token), ms_text(request.ttl)});
     redis::throw_if_error(reply, what);
     const auto verdict = text_at(reply, 0, what);
     if (verdict == "granted") {
       Granted granted;
+      granted.fence = integer_at(reply, 1, what);
       granted.sent = sent;
       return granted;
     }

@@ -23,8 +23,10 @@ namespace rlock::lock {
 //
 // One server or a Sentinel master: the session, the survey's examine() and
 // deployment_state() are the inner RedisStore's. No --fair queue, no
-// --once-per, no semaphore: those steps throw Error (bad_input). No fencing
-// token: Granted::fence is 0.
+// --once-per, no semaphore: those steps throw Error (bad_input). The fence
+// comes from a counter of rlock's own beside the key, PREFIX{NAME}:fence
+// (INCR on each take by rlock), as --compat string keeps it; Redisson's
+// holders do not take from it.
 class RedissonStore final : public ForwardingStore {
 public:
   explicit RedissonStore(const Deployment& deployment);
@@ -66,6 +68,9 @@ public:
 
 protected:
   LockStore& inner() const override;
+
+  // rlock's fence counter beside lock `name`, in its Cluster slot.
+  std::string fence_key_of(std::string_view name) const;
 
 private:
   RedissonStore(const Deployment& deployment,
