@@ -6,7 +6,9 @@
 # Both directions on one server; a quorum of servers is refused with 64
 # (--compat does not implement the Redlock quorum yet).
 
-# shellcheck disable=SC2154
+# Child scripts are single-quoted on purpose (SC2016); `run` sets stderr and
+# stderr_lines (SC2154).
+# shellcheck disable=SC2016,SC2154
 
 bats_require_minimum_version 1.5.0
 

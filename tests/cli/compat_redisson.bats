@@ -9,7 +9,9 @@
 # release wakes Redisson's waiter through the same message. A key of
 # another type is never taken (69).
 
-# shellcheck disable=SC2154
+# Child scripts are single-quoted on purpose (SC2016); `run` sets stderr and
+# stderr_lines (SC2154).
+# shellcheck disable=SC2016,SC2154
 
 bats_require_minimum_version 1.5.0
 
