@@ -32,6 +32,9 @@ ttl_text(const lock::LockState& state) {
 // How long a lease acquired at `acquired_ms` has been held at `now_ms`.
 std::string
 held_text(std::int64_t now_ms, std::int64_t acquired_ms) {
+  if (acquired_ms == 0) {
+    return "-"; // not recorded: an application's lock (--compat)
+  }
   std::int64_t held_ms = 0;
   if (__builtin_sub_overflow(now_ms, acquired_ms, &held_ms)) {
     held_ms = 0; // a broken acquired_ms
@@ -73,8 +76,10 @@ row_of(const lock::LockState& state,
     row.insert(row.end(), {"-", "-", "-", "-"});
   } else {
     row.insert(row.end(),
-               {printable(state.user + "@" + state.host + ":"
-                          + std::to_string(state.pid)),
+               {printable(state.user.empty() && state.pid == 0
+                              ? state.host // an application's (--compat)
+                              : state.user + "@" + state.host + ":"
+                                    + std::to_string(state.pid)),
                 held_text(now_ms, state.acquired_ms),
                 ttl_text(state),
                 std::to_string(state.fence)});

@@ -3,6 +3,7 @@
 #include <rlock/store/open_store.hpp>
 #include <rlock/store/quorum_store.hpp>
 #include <rlock/store/redis_store.hpp>
+#include <rlock/store/redisson_store.hpp>
 #include <rlock/store/string_store.hpp>
 #include <rlock/util/error.hpp>
 
@@ -18,8 +19,7 @@ open_store(const Deployment& deployment) {
   case LockStyle::shedlock:
     return std::make_unique<StringStore>(deployment);
   case LockStyle::redisson:
-    throw Error(ErrorKind::bad_input,
-                "the redisson lock style is not built yet");
+    return std::make_unique<RedissonStore>(deployment);
   }
   if (std::holds_alternative<Quorum>(topology)) {
     return std::make_unique<QuorumStore>(deployment);

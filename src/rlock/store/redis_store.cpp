@@ -532,6 +532,12 @@ RedisStore::watch_releases(std::string_view name) {
       locate(options), options, {keys(name).released_channel()}));
 }
 
+redis::Subscription
+RedisStore::subscribe_to(const std::vector<std::string>& channels) {
+  const auto options = bounded_options();
+  return redis::Subscription::open(locate(options), options, channels);
+}
+
 void
 RedisStore::connect() {
   on_connection([](redis::Connection&) { return true; });

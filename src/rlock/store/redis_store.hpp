@@ -4,6 +4,7 @@
 #include <rlock/lock/store.hpp>
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/sentinel.hpp>
+#include <rlock/redis/subscription.hpp>
 #include <rlock/store/keys.hpp>
 
 #include <optional>
@@ -83,6 +84,11 @@ public:
   // Returns how many replicas must confirm each write made on `c`, fixed at
   // the first call as by the first acquire.
   int replicas_to_confirm(redis::Connection& c);
+
+  // Subscribes to `channels` on this store's server (with Sentinel: the
+  // master named now), for a lock style that hears its releases there
+  // (store/redisson_store.cpp). Throws Failure.
+  redis::Subscription subscribe_to(const std::vector<std::string>& channels);
 
   // Returns the keys of lock `name`.
   LockKeys keys(std::string_view name) const;

@@ -19,7 +19,7 @@ local strict_key_args = {
   GET = 'first', SET = 'first', PTTL = 'first', PEXPIRE = 'first',
   PEXPIREAT = 'first',
   HGET = 'first', HSET = 'first', HMGET = 'first', HDEL = 'first',
-  HEXISTS = 'first', HINCRBY = 'first',
+  HEXISTS = 'first', HINCRBY = 'first', HKEYS = 'first',
   ZADD = 'first', ZREM = 'first', ZRANGE = 'first', ZREVRANGE = 'first',
   ZRANGEBYSCORE = 'first', ZSCORE = 'first', ZCARD = 'first', ZRANK = 'first',
   LLEN = 'first', RPUSH = 'first', LPUSH = 'first',

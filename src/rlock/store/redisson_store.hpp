@@ -1,0 +1,87 @@
+#pragma once
+
+#include <rlock/lock/deployment.hpp>
+#include <rlock/store/forwarding_store.hpp>
+#include <rlock/store/redis_store.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace rlock::lock {
+
+// --compat redisson: the lock kept as Redisson's RLock keeps it
+// (redisson/redisson: RedissonLock.java, RedissonBaseLock.java,
+// pubsub/LockPubSub.java), so that a Java application's RLock and rlock
+// exclude each other. NAME is the key as given: a hash whose one field
+// "<id>:<thread>" holds the hold count, with a PEXPIRE lease; rlock's field
+// is "<token>:1". A release deletes it and publishes Redisson's unlock
+// message ("0") on "redisson_lock__channel:{NAME}", which wakes Redisson's
+// waiters at once; rlock's waiters listen on the same channel, so a
+// Redisson holder's unlock wakes them too. A key of another type is never
+// taken: the steps throw Error (unavailable) saying what was found.
+//
+// One server or a Sentinel master: the session, the survey's examine() and
+// deployment_state() are the inner RedisStore's. No --fair queue, no
+// --once-per, no semaphore: those steps throw Error (bad_input). The fence
+// comes from a counter of rlock's own beside the key, PREFIX{NAME}:fence
+// (INCR on each take by rlock), as --compat string keeps it; Redisson's
+// holders do not take from it.
+class RedissonStore final : public ForwardingStore {
+public:
+  explicit RedissonStore(const Deployment& deployment);
+
+  std::unique_ptr<LockStore> another() const override;
+  std::string key_of(std::string_view name) const override;
+  AcquireAttempt acquire(const LockRequest& request,
+                         const WaiterEntry& entry) override;
+  PeekResult peek(std::string_view name) override;
+  std::int64_t lease_remaining_ms(std::string_view name) override;
+  Renewal renew(std::string_view name,
+                const std::string& token,
+                Duration ttl,
+                RenewMode mode) override;
+  bool release(std::string_view name, const std::string& token) override;
+  void release_quietly(std::string_view name,
+                       const std::string& token) noexcept override;
+  std::optional<Duration> check(std::string_view name,
+                                const std::string& token) override;
+  std::optional<BrokenLock> force_release(std::string_view name) override;
+  void leave_queue(std::string_view name, const std::string& token) override;
+  Slot current_slot(std::string_view name, Duration length) override;
+  void mark_slot_done(std::string_view name,
+                      std::int64_t number,
+                      Duration keep) override;
+  std::unique_ptr<Wakeups> watch(std::string_view name,
+                                 const std::string& token) override;
+  std::unique_ptr<Wakeups> watch_releases(std::string_view name) override;
+  StatusSnapshot read_locks(const std::vector<std::string>& names) override;
+  StatusSnapshot list_locks(std::string_view match) override;
+
+  // Redisson's unlock channel for lock `name` (RedissonObject.prefixName):
+  // "redisson_lock__channel:" + NAME when NAME has a '{', else
+  // "redisson_lock__channel:{NAME}".
+  static std::string channel_of(std::string_view name);
+
+  // rlock's field in Redisson's hash for `token`, "<token>:1".
+  static std::string field_of(const std::string& token);
+
+protected:
+  LockStore& inner() const override;
+
+  // rlock's fence counter beside lock `name`, in its Cluster slot.
+  std::string fence_key_of(std::string_view name) const;
+
+private:
+  RedissonStore(const Deployment& deployment,
+                std::unique_ptr<RedisStore> inner);
+
+  // Runs `step` on the inner store's connection; a failure drops it.
+  template <typename Step>
+  auto on_connection(Step&& step);
+
+  Deployment m_deployment;
+  std::unique_ptr<RedisStore> m_inner;
+};
+
+} // namespace rlock::lock
