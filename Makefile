@@ -52,7 +52,7 @@ CTEST = ctest --output-on-failure -j$(JOBS)
 BUILD_PACKAGES = g++ cmake make pkg-config libhiredis-dev libssl-dev libcli11-dev \
   nlohmann-json3-dev catch2 scdoc
 TEST_PACKAGES = $(BUILD_PACKAGES) redis-server redis-tools redis-sentinel bats zsh \
-  fish iproute2 bash-completion tmux python3-redis
+  fish iproute2 bash-completion tmux python3-redis nodejs
 DEB_PACKAGES = $(BUILD_PACKAGES) dpkg-dev
 VERSION := $(shell sed -nE 's/^project.rlock VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
 CI_PACKAGES = clang clang-format shellcheck mandoc lua5.4
@@ -71,8 +71,12 @@ build:
 	  -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DRLOCK_STRICT_KEY_CHECK=$(STRICT_KEYS)
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
+# Debian's nodejs comes without npm; NodeSource's bundles it (and conflicts
+# with Debian's npm package). npm installs the node clients that
+# tests/cli/compat_node.bats runs into the build tree.
 test:
 	@packaging/install-deps $(TEST_PACKAGES)
+	@command -v npm >/dev/null || packaging/install-deps npm
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD_DIR) && $(CTEST)
 
