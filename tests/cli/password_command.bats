@@ -104,13 +104,13 @@ evalsha_clients_since() {
   bg "$RLOCK" -v --url "$U_URL" --password-command "$GET_TOKEN" \
     --password-refresh 1s --ttl 6s --events "$PWD/events.jsonl" n \
     sh -c 'env >child.env; touch started; sleep 10; echo ran >finished'
-  local rlock=$BG_PID
+  local rlock_pid=$BG_PID
   wait_until 5 test -e started
   rotate_and_cut &
   local rotator=$!
   track "$rotator"
   local rc=0
-  reap "$rlock" 30 || rc=$?
+  reap "$rlock_pid" 30 || rc=$?
   touch stop
   wait "$rotator"
   cat "$BG_ERR" >&2
@@ -133,10 +133,10 @@ evalsha_clients_since() {
     sed -n "/\"echo\" \"rotation-$n\"/,/\"echo\" \"rotation-$((n + 1))\"/p" monitor.log |
       grep -qF "[0 $renewer_addr] \"AUTH\""
   done
-  ! grep -qxF -- "$renewer_addr" cuts
+  not grep -qxF -- "$renewer_addr" cuts
   # Nothing refused, and no token anywhere: argv and process titles, the
   # messages (-v), the events, the command's environment.
-  ! grep -q 'lost' "$BG_ERR"
+  not grep -q lost "$BG_ERR"
   grep -q '"renewed"' events.jsonl
   no_token ps.txt "$BG_ERR" "$BG_OUT" events.jsonl child.env
 }
@@ -197,7 +197,7 @@ evalsha_clients_since() {
     [[ $stderr == "rlock: --password-refresh: "*"'$value'"* ]]
   done
   run -64 --separate-stderr rl --url "$U_URL" --password-refresh 1m n true
-  [ "$stderr" = 'rlock: --password-refresh needs --password-command (or $RLOCK_PASSWORD_COMMAND)' ]
+  [ "$stderr" = "rlock: --password-refresh needs --password-command (or \$RLOCK_PASSWORD_COMMAND)" ]
   run -0 rl --url "$U_URL" --password-command "$GET_TOKEN" --password-refresh 1m n true
 }
 
