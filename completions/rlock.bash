@@ -12,7 +12,8 @@ _rlock_value()
   case $1 in
     -w | --wait | --timeout | -t | --ttl | --kill-after | \
       --connect-timeout | --io-timeout | --hold | --once-per | \
-      --min-validity | -i | --interval | --replicas-timeout)
+      --min-validity | -i | --interval | --replicas-timeout | \
+      --password-refresh)
       mapfile -t COMPREPLY < <(compgen -W "$durations" -- "$cur")
       ;;
     --kill-signal)
@@ -35,7 +36,7 @@ _rlock_value()
       declare -F __ltrim_colon_completions >/dev/null &&
         __ltrim_colon_completions "$cur"
       ;;
-    -c | --command)
+    -c | --command | --password-command)
       mapfile -t COMPREPLY < <(compgen -c -- "$cur")
       ;;
     --events | --password-file | --sentinel-password-file | --tls-ca | \
@@ -57,7 +58,8 @@ _rlock_takes_value()
       --io-timeout | --hold | --once-per | --limit | --events | --token | \
       --min-validity | --match | --interval | --password-file | --tls-ca | \
       --tls-cert | --tls-key | --tls-server-name | --restart-grace | \
-      --sentinel-password-file | --replicas | --replicas-timeout | --quorum | -[wtEci])
+      --sentinel-password-file | --replicas | --replicas-timeout | --quorum | \
+      --password-command | --password-refresh | -[wtEci])
       return 0
       ;;
     --compat)
@@ -139,7 +141,8 @@ _rlock_command()
 _rlock_subcommand_options()
 {
   local connection='--url --prefix --connect-timeout --io-timeout
-    --password-file --sentinel-password-file --replicas --replicas-timeout
+    --password-file --password-command --password-refresh
+    --sentinel-password-file --replicas --replicas-timeout
     --quorum --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure -h --help
     --compat'
   case $1 in
@@ -289,7 +292,8 @@ _rlock()
       -n --nonblock -w --wait --timeout --fair --restart-grace -t --ttl
       -E --conflict-exit-code -c --command --url --prefix
       --kill-signal --kill-after --connect-timeout --io-timeout
-      --password-file --sentinel-password-file --replicas --replicas-timeout
+      --password-file --password-command --password-refresh
+      --sentinel-password-file --replicas --replicas-timeout
       --quorum --tls-ca --tls-cert --tls-key --tls-server-name
       --tls-insecure --hold --once-per --limit -s --shared --events
       -v --verbose -q --quiet -h --help -V --version

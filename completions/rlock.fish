@@ -15,7 +15,8 @@ function __rlock_takes_value
             --io-timeout --hold --once-per --limit --events --token --min-validity \
             --match --interval --password-file --tls-ca --tls-cert \
             --tls-key --tls-server-name --restart-grace \
-            --sentinel-password-file --replicas --replicas-timeout --quorum -w -t -E -c -i
+            --sentinel-password-file --replicas --replicas-timeout --quorum \
+            --password-command --password-refresh -w -t -E -c -i
             return 0
         case --compat
             return 0
@@ -216,6 +217,8 @@ complete -c rlock -n $opts -l prefix -x -d 'key prefix ($RLOCK_PREFIX, rlock:)'
 complete -c rlock -n $opts -l connect-timeout -x -a $durations -d 'per connection attempt (2s)'
 complete -c rlock -n $opts -l io-timeout -x -a $durations -d 'per reply (5s)'
 complete -c rlock -n $opts -l password-file -r -F -d 'password: the first line of FILE'
+complete -c rlock -n $opts -l password-command -x -a '(__fish_complete_command)' -d 'password: the first line a shell command prints'
+complete -c rlock -n $opts -l password-refresh -x -a $durations -d 'run the password command this often (5m)'
 complete -c rlock -n $opts -l sentinel-password-file -r -F -d 'the sentinels\' password: the first line of FILE'
 complete -c rlock -n $opts -l replicas -x -a 'auto all 0 1 2' -d 'replicas that must confirm each acquire and renewal'
 complete -c rlock -n $opts -l replicas-timeout -x -a $durations -d 'wait at most D for them (1s)'
@@ -251,6 +254,8 @@ for sub in status acquire extend release check wait doctor
     complete -c rlock -n "__rlock_at $sub" -l connect-timeout -x -a $durations -d 'per connection attempt (2s)'
     complete -c rlock -n "__rlock_at $sub" -l io-timeout -x -a $durations -d 'per reply (5s)'
     complete -c rlock -n "__rlock_at $sub" -l password-file -r -F -d 'password: the first line of FILE'
+    complete -c rlock -n "__rlock_at $sub" -l password-command -x -a '(__fish_complete_command)' -d 'password: the first line a shell command prints'
+    complete -c rlock -n "__rlock_at $sub" -l password-refresh -x -a $durations -d 'run the password command this often (5m)'
     complete -c rlock -n "__rlock_at $sub" -l sentinel-password-file -r -F -d 'the sentinels\' password: the first line of FILE'
     complete -c rlock -n "__rlock_at $sub" -l replicas -x -a 'auto all 0 1 2' -d 'replicas that must confirm each acquire and renewal'
     complete -c rlock -n "__rlock_at $sub" -l replicas-timeout -x -a $durations -d 'wait at most D for them (1s)'

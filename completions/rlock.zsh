@@ -16,6 +16,8 @@ _rlock_connection_options=(
   '--connect-timeout=[limit per connection attempt (2s)]:duration:_rlock_durations'
   '--io-timeout=[limit per reply (5s)]:duration:_rlock_durations'
   '--password-file=[password: the first line of FILE]:file:_files'
+  '--password-command=[password: the first line a shell command prints]:command:_cmdstring'
+  '--password-refresh=[run the password command this often (5m)]:duration:_rlock_durations'
   '--sentinel-password-file=[the sentinels'\''s password: the first line of FILE]:file:_files'
   '--replicas=[replicas that must confirm each acquire and renewal]:replicas:(auto all 0 1 2)'
   '--replicas-timeout=[wait at most D for them (1s)]:duration:_rlock_durations'
@@ -116,7 +118,8 @@ _rlock_takes_value() {
 --kill-signal|--kill-after|--connect-timeout|--io-timeout|--hold|--once-per|\
 --limit|--events|--token|--min-validity|--match|--interval|--password-file|--tls-ca|\
 --tls-cert|--tls-key|--tls-server-name|--restart-grace|\
---sentinel-password-file|--replicas|--replicas-timeout|--quorum|-[wtEci])
+--sentinel-password-file|--replicas|--replicas-timeout|--quorum|\
+--password-command|--password-refresh|-[wtEci])
       return 0 ;;
     (--compat)
       return 0 ;;

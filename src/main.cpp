@@ -93,6 +93,7 @@ main(int argc, char** argv) {
         .rlock_prefix = env("RLOCK_PREFIX"),
         .rlock_token = env("RLOCK_TOKEN"),
         .rlock_password = env("RLOCK_PASSWORD"),
+        .rlock_password_command = env("RLOCK_PASSWORD_COMMAND"),
         .rediscli_auth = env("REDISCLI_AUTH"),
         .rlock_name = env("RLOCK_NAME"),
         .restart_grace = env("RLOCK_RESTART_GRACE"),

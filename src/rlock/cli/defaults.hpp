@@ -16,6 +16,16 @@ using namespace std::chrono_literals;
 inline constexpr std::string_view k_url = "redis://127.0.0.1:6379/0";
 inline constexpr std::string_view k_prefix = "rlock:";
 inline constexpr Duration k_connect_timeout = 2s;
+// --password-command: a password is fetched anew this often while a lock is
+// held, and a new connection uses one at most this old. Well inside the
+// shortest token lifetime met (ElastiCache and MemoryDB IAM tokens: 15
+// minutes; Azure Entra tokens are to be sent again 3 minutes before they
+// expire, about an hour), so a failed fetch leaves two more tries.
+inline constexpr Duration k_password_refresh = 5min;
+// The shortest --password-refresh: the command is not run in a loop.
+inline constexpr Duration k_min_password_refresh = 1s;
+// How long the password command may take before it is killed.
+inline constexpr Duration k_password_command_timeout = 10s;
 inline constexpr Duration k_io_timeout = 5s;
 // How long an acquire or renewal waits for its replicas' confirmation.
 inline constexpr Duration k_replicas_timeout = 1s;

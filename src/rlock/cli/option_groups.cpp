@@ -78,6 +78,22 @@ add_server_options(CLI::App& app, RawOptions& raw) {
       ->type_name("FILE")
       ->group(group);
   add_optional(app,
+               "--password-command",
+               raw.password_command,
+               "password: the first line a shell command prints,\n"
+               "run again for new connections and every\n"
+               "--password-refresh while a lock is held\n"
+               "($RLOCK_PASSWORD_COMMAND)")
+      ->type_name("CMD")
+      ->group(group);
+  add_optional(app,
+               "--password-refresh",
+               raw.password_refresh,
+               "run the password command this often "
+                   + shown(defaults::k_password_refresh))
+      ->type_name("D")
+      ->group(group);
+  add_optional(app,
                "--sentinel-password-file",
                raw.sentinel_password_file,
                "the sentinels' password: the file's first line\n"

@@ -121,14 +121,15 @@ using ParsedCommand = std::variant<RunOptions,
 
 // The environment variables that supply defaults.
 struct Environment {
-  std::optional<std::string> rlock_url;      // $RLOCK_URL
-  std::optional<std::string> redis_url;      // $REDIS_URL
-  std::optional<std::string> rlock_prefix;   // $RLOCK_PREFIX
-  std::optional<std::string> rlock_token;    // $RLOCK_TOKEN
-  std::optional<std::string> rlock_password; // $RLOCK_PASSWORD
-  std::optional<std::string> rediscli_auth;  // $REDISCLI_AUTH
-  std::optional<std::string> rlock_name;     // $RLOCK_NAME: $RLOCK_TOKEN's lock
-  std::optional<std::string> restart_grace;  // $RLOCK_RESTART_GRACE
+  std::optional<std::string> rlock_url;              // $RLOCK_URL
+  std::optional<std::string> redis_url;              // $REDIS_URL
+  std::optional<std::string> rlock_prefix;           // $RLOCK_PREFIX
+  std::optional<std::string> rlock_token;            // $RLOCK_TOKEN
+  std::optional<std::string> rlock_password;         // $RLOCK_PASSWORD
+  std::optional<std::string> rlock_password_command; // $RLOCK_PASSWORD_COMMAND
+  std::optional<std::string> rediscli_auth;          // $REDISCLI_AUTH
+  std::optional<std::string> rlock_name;    // $RLOCK_NAME: $RLOCK_TOKEN's lock
+  std::optional<std::string> restart_grace; // $RLOCK_RESTART_GRACE
   std::optional<std::string> sentinel_password; // $RLOCK_SENTINEL_PASSWORD
   std::optional<std::string> replicas;          // $RLOCK_REPLICAS
   std::optional<std::string> shell; // $SHELL: runs -c STR, as in flock(1)

@@ -97,6 +97,8 @@ struct RawOptions {
   std::optional<std::string> connect_timeout;
   std::optional<std::string> io_timeout;
   std::optional<std::string> password_file;
+  std::optional<std::string> password_command;
+  std::optional<std::string> password_refresh;
   std::optional<std::string> sentinel_password_file;
   std::optional<std::string> replicas;
   std::optional<std::string> replicas_timeout;
@@ -200,7 +202,10 @@ lock::RestartGrace restart_grace_of(const RawOptions& raw,
 // Returns where the locks live: the URL(s) parsed once into the deployment
 // the stores take, with the login, TLS settings, prefix and timeouts, from
 // the options or the environment (cli/server.cpp). The password comes from
-// --password-file, else the URL, else $RLOCK_PASSWORD, else $REDISCLI_AUTH.
+// --password-command or --password-file, else the URL, else
+// $RLOCK_PASSWORD_COMMAND or $RLOCK_PASSWORD, else $REDISCLI_AUTH (two of
+// one rank together are refused, as are --password-command and a password
+// in the URL).
 // The restart grace is off: the commands that take one set it.
 lock::Deployment server_of(const RawOptions& raw,
                            const Environment& environment);

@@ -411,7 +411,7 @@ run_held(const Held& held,
   // the watchdog's fork: that child must not inherit a second thread.
   const output::Deferred deferred_output;
   const RenewingScope renewing(lock);
-  auto& renewer = lock.start_renewing();
+  auto& renewer = lock.start_renewing(password_source_of(held.options.server));
   const auto result = supervise(*child, watchdog, renewer, signals, held);
   // The command is over: no renewal starts after its end. One under way may
   // still land; it reports nothing.

@@ -4,6 +4,8 @@
 
 #include <rlock/cli/raw_options.hpp>
 #include <rlock/cli/server.hpp>
+#include <rlock/proc/command_output.hpp>
+#include <rlock/redis/password_source.hpp>
 #include <rlock/store/open_store.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/integer.hpp>
@@ -60,27 +62,122 @@ read_password_file(const std::string& path, const std::string& option) {
   return line;
 }
 
-// Sets `endpoint`'s login: --password-file, else the URL's password, else
-// $RLOCK_PASSWORD, else $REDISCLI_AUTH. A URL's login of one word
-// (redis://word@host) is the password, as redis-cli reads it, unless a
-// password comes from one of the others: then it is the user.
-void
-set_login(const RawOptions& raw,
-          const Environment& environment,
-          redis::Endpoint& endpoint) {
+// Where the data nodes' password comes from, decided once for every URL.
+struct Login {
+  // A password that changes, fetched by a command; or one given.
+  std::shared_ptr<redis::PasswordSource> command;
   std::optional<std::string> given;
-  if (raw.password_file) {
-    given = read_password_file(*raw.password_file, "--password-file");
-  } else if (environment.rlock_password) {
-    given = environment.rlock_password;
-  } else if (environment.rediscli_auth) {
-    given = environment.rediscli_auth;
+  // Given with an option: it beats a password in the URL (which
+  // --password-command refuses).
+  bool on_command_line = false;
+};
+
+// Returns the password source of the shell command `command`: its first
+// line of output, the command killed after a while; `name` (the option or
+// variable) heads the reason it gives none.
+std::shared_ptr<redis::PasswordSource>
+password_command(const std::string& command,
+                 const std::string& name,
+                 Duration refresh) {
+  auto fetch = [command, name](int cancel_fd) -> Expected<std::string> {
+    auto line = proc::first_line_of(
+        command, defaults::k_password_command_timeout, cancel_fd);
+    if (!line) {
+      return Expected<std::string>::failure(name + ": " + line.error());
+    }
+    return line;
+  };
+  return std::make_shared<redis::PasswordSource>(std::move(fetch), refresh);
+}
+
+// Returns --password-refresh, else the default; given, it needs a command.
+Duration
+password_refresh_of(const RawOptions& raw, bool with_command) {
+  const std::string option = "--password-refresh";
+  if (!raw.password_refresh) {
+    return defaults::k_password_refresh;
   }
-  if (endpoint.login_one_word && given) {
-    endpoint.user = endpoint.password;
-    endpoint.password = *given;
-  } else if (raw.password_file || endpoint.password.empty()) {
-    endpoint.password = given.value_or("");
+  const auto refresh = duration_of(*raw.password_refresh, option, false);
+  if (!with_command) {
+    throw_usage(option
+                + " needs --password-command (or $RLOCK_PASSWORD_COMMAND)");
+  }
+  if (refresh < defaults::k_min_password_refresh) {
+    throw_usage(option + ": must be at least "
+                + defaults::help_text(defaults::k_min_password_refresh)
+                + ", got " + quote(*raw.password_refresh));
+  }
+  return refresh;
+}
+
+// Returns the login of the data nodes: --password-command or
+// --password-file (not both), else the environment's: $RLOCK_PASSWORD_COMMAND
+// or $RLOCK_PASSWORD (not both), else $REDISCLI_AUTH. A password in a URL
+// comes between the options and the environment (set_login).
+Login
+login_of(const RawOptions& raw, const Environment& environment) {
+  if (raw.password_command && raw.password_file) {
+    throw_usage("--password-command and --password-file: give the "
+                "password one way");
+  }
+  if (raw.password_command && raw.password_command->empty()) {
+    throw_usage("--password-command: must not be empty");
+  }
+  const bool env_command = !raw.password_command && !raw.password_file
+                           && environment.rlock_password_command.has_value();
+  if (env_command && environment.rlock_password) {
+    throw_usage("RLOCK_PASSWORD_COMMAND and RLOCK_PASSWORD are both set: "
+                "give the password one way");
+  }
+  const Duration refresh =
+      password_refresh_of(raw, raw.password_command || env_command);
+  Login login;
+  login.on_command_line = raw.password_command || raw.password_file;
+  if (raw.password_command) {
+    login.command =
+        password_command(*raw.password_command, "--password-command", refresh);
+  } else if (raw.password_file) {
+    login.given = read_password_file(*raw.password_file, "--password-file");
+  } else if (env_command) {
+    login.command = password_command(
+        *environment.rlock_password_command, "RLOCK_PASSWORD_COMMAND", refresh);
+  } else if (environment.rlock_password) {
+    login.given = environment.rlock_password;
+  } else if (environment.rediscli_auth) {
+    login.given = environment.rediscli_auth;
+  }
+  return login;
+}
+
+// Sets `endpoint`'s login: an option's password beats the URL's, which
+// beats the environment's; --password-command and a password in the URL
+// (`url_option`'s) are refused together. A URL's login of one word
+// (redis://word@host) is the password, as redis-cli reads it, unless a
+// password comes from elsewhere: then it is the user.
+void
+set_login(const Login& login,
+          const std::string& url_option,
+          redis::Endpoint& endpoint) {
+  const bool elsewhere = login.command || login.given;
+  if (endpoint.login_one_word) {
+    if (!elsewhere) {
+      return;
+    }
+    endpoint.user = std::exchange(endpoint.password, {});
+  } else if (!endpoint.password.empty()) {
+    if (login.command && login.on_command_line) {
+      throw_usage("--password-command: not with a password in the URL ("
+                  + url_option + "); give the password one way");
+    }
+    if (!login.on_command_line) {
+      return;
+    }
+  }
+  if (login.command) {
+    endpoint.password.clear();
+    endpoint.password_source = login.command;
+  } else if (login.given) {
+    endpoint.password = *login.given;
   }
 }
 
@@ -232,12 +329,14 @@ urls_of(const RawOptions& raw, const Environment& environment) {
 // login (set_login). A Cluster's seeds are checked by the caller.
 lock::Topology
 topology_of(const redis::DeploymentUrl& url,
+            const Login& login,
+            const std::string& url_option,
             const RawOptions& raw,
             const Environment& environment) {
   using Kind = redis::TopologyKind;
   auto endpoint = url.kind == Kind::single ? url.endpoint
                                            : url.data_node(redis::HostPort{});
-  set_login(raw, environment, endpoint);
+  set_login(login, url_option, endpoint);
   switch (url.kind) {
   case Kind::sentinel:
     return lock::Sentinel{sentinel_master_of(
@@ -253,10 +352,12 @@ topology_of(const redis::DeploymentUrl& url,
 // A member of a quorum: one server or a Sentinel master, with its login.
 lock::QuorumMember
 member_of(const redis::DeploymentUrl& url,
+          const Login& login,
+          const std::string& url_option,
           const RawOptions& raw,
           const Environment& environment) {
   const bool sentinel = url.kind == redis::TopologyKind::sentinel;
-  auto where = topology_of(url, raw, environment);
+  auto where = topology_of(url, login, url_option, raw, environment);
   auto replicas = replica_policy_of(raw, environment, sentinel);
   if (sentinel) {
     return {.where = std::get<lock::Sentinel>(std::move(where)),
@@ -289,6 +390,7 @@ quorum_of(const RawOptions& raw, int servers) {
 lock::Quorum
 quorum_of(const UrlList& list,
           const std::vector<redis::DeploymentUrl>& parsed,
+          const Login& login,
           const RawOptions& raw,
           const Environment& environment) {
   const int count = static_cast<int>(parsed.size());
@@ -309,7 +411,8 @@ quorum_of(const UrlList& list,
       throw_usage(list.option + ": " + quote(redis::redact_url(list.urls[i]))
                   + " is named twice (a quorum needs independent servers)");
     }
-    quorum.members.push_back(member_of(url, raw, environment));
+    quorum.members.push_back(
+        member_of(url, login, list.option, raw, environment));
   }
   if (raw.fair) {
     throw_usage("--fair: not with several --url (each server's queue has "
@@ -362,9 +465,10 @@ server_of(const RawOptions& raw, const Environment& environment) {
     parsed.push_back(
         value_or_usage_error(redis::parse_deployment_url(url), option));
   }
+  const Login login = login_of(raw, environment);
   std::optional<lock::Quorum> quorum;
   if (parsed.size() > 1) {
-    quorum = quorum_of(list, parsed, raw, environment);
+    quorum = quorum_of(list, parsed, login, raw, environment);
   } else {
     quorum_of(raw, 1);
   }
@@ -372,7 +476,7 @@ server_of(const RawOptions& raw, const Environment& environment) {
   // share (its replica policy is the one doctor reports).
   const auto& first = parsed.front();
   using Kind = redis::TopologyKind;
-  auto topology = topology_of(first, raw, environment);
+  auto topology = topology_of(first, login, option, raw, environment);
   if (first.kind != Kind::sentinel && raw.sentinel_password_file) {
     throw_usage("--sentinel-password-file needs a redis+sentinel:// URL ("
                 + option + " is not one)");
@@ -418,11 +522,45 @@ server_of(const RawOptions& raw, const Environment& environment) {
 
 } // namespace detail
 
+std::shared_ptr<redis::PasswordSource>
+password_source_of(const lock::Deployment& deployment) {
+  const auto source = [](const auto& where) {
+    using Where = std::decay_t<decltype(where)>;
+    if constexpr (std::is_same_v<Where, lock::Single>) {
+      return where.endpoint.password_source;
+    } else if constexpr (std::is_same_v<Where, lock::Sentinel>) {
+      return where.master.data_node.password_source;
+    } else if constexpr (std::is_same_v<Where, lock::Cluster>) {
+      return where.seeds.data_node.password_source;
+    } else {
+      return std::shared_ptr<redis::PasswordSource>();
+    }
+  };
+  if (const auto* quorum = std::get_if<lock::Quorum>(&deployment.topology)) {
+    // One source serves every server of a quorum.
+    for (const auto& member : quorum->members) {
+      if (auto found = std::visit(source, member.where)) {
+        return found;
+      }
+    }
+    return nullptr;
+  }
+  return std::visit(source, deployment.topology);
+}
+
 std::unique_ptr<lock::LockStore>
 store_for(const lock::Deployment& deployment) {
   if (deployment.connect.tls.insecure) {
     log::warning("--tls-insecure: the server's certificate is not "
                  "verified; anyone on the path can pose as it");
+  }
+  // The password command runs once before anything else: a command that
+  // fails is said at once, in its own words.
+  const auto source = password_source_of(deployment);
+  if (source && !source->kept()) {
+    if (const auto failure = source->refresh()) {
+      throw Error(ErrorKind::unavailable, *failure);
+    }
   }
   return lock::open_store(deployment);
 }

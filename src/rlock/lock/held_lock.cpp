@@ -34,12 +34,13 @@ HeldLock::bound_steps_by(BootTime deadline) {
 }
 
 Renewer&
-HeldLock::start_renewing() {
+HeldLock::start_renewing(std::shared_ptr<redis::PasswordSource> password) {
   return m_renewer.emplace(m_store.another(),
                            m_request.name,
                            m_request.token,
                            m_timing,
-                           lease_start());
+                           lease_start(),
+                           std::move(password));
 }
 
 void

@@ -75,8 +75,9 @@ public:
   void bound_steps_by(BootTime deadline);
 
   // Prepares renewing the lease from a thread of its own, on a store of its
-  // own; the owner starts the thread (Renewer::start_when_due()).
-  Renewer& start_renewing();
+  // own; the owner starts the thread (Renewer::start_when_due()). With a
+  // `password` that changes, the renewer has it fetched anew meanwhile.
+  Renewer& start_renewing(std::shared_ptr<redis::PasswordSource> password = {});
 
   // Stops renewing and waits for the thread; safe to call more than once.
   void stop_renewing();

@@ -42,10 +42,12 @@ Renewer::Renewer(std::unique_ptr<LockSession> store,
                  std::string name,
                  std::string token,
                  LeaseTiming timing,
-                 BootTime sent)
-    : m_store(std::move(store)), m_name(std::move(name)),
-      m_token(std::move(token)), m_timing(timing), m_last_sent_ns(sent.count()),
-      m_wakeup(make_eventfd()), m_stop(make_eventfd()),
+                 BootTime sent,
+                 std::shared_ptr<redis::PasswordSource> password)
+    : m_store(std::move(store)), m_password(std::move(password)),
+      m_name(std::move(name)), m_token(std::move(token)), m_timing(timing),
+      m_last_sent_ns(sent.count()), m_wakeup(make_eventfd()),
+      m_stop(make_eventfd()),
       m_thread_due(std::min(boot_now() + k_thread_delay,
                             sent + timing.renew_interval / 2)) {
 }
@@ -130,6 +132,12 @@ Renewer::run() {
 
 void
 Renewer::renew_until_lost() {
+  // A password that changes is fetched anew while the lease is renewed.
+  std::optional<redis::PasswordSource::Refresher> refresher;
+  if (m_password) {
+    refresher.emplace(m_password);
+  }
+  const auto* fresh = refresher ? &*refresher : nullptr;
   connect_early();
   BootTime next = BootTime(m_last_sent_ns.load()) + m_timing.renew_interval;
   BootTime last_try = BootTime(m_last_sent_ns.load());
@@ -146,9 +154,16 @@ Renewer::renew_until_lost() {
     break;
   }
   while (true) {
-    const Wake wake = sleep_until(next);
+    const Wake wake = sleep_until(next, fresh);
     if (wake == Wake::stopped || m_stopped) {
       return;
+    }
+    if (wake == Wake::new_password) {
+      // Renew now: the renewal carries the AUTH with the new password, so
+      // the live connection logs in with it before the old one expires.
+      refresher->drain();
+      next = boot_now();
+      continue;
     }
     if (wake == Wake::closed) {
       // The server restarted (the lease may be gone: the child must hear
@@ -289,14 +304,16 @@ Renewer::report_failure(BootTime deadline, const std::string& error) {
 
 // Sleeps until `when`, watching the stop request and the idle connection.
 Renewer::Wake
-Renewer::sleep_until(BootTime when) {
+Renewer::sleep_until(BootTime when,
+                     const redis::PasswordSource::Refresher* refresher) {
   while (true) {
     const auto left = when - boot_now();
     if (left <= Duration::zero()) {
       return Wake::due;
     }
-    std::array<pollfd, 2> fds{{{m_stop.get(), POLLIN, 0},
-                               {m_store->idle_fd(), POLLIN | POLLRDHUP, 0}}};
+    std::array<pollfd, 3> fds{{{m_stop.get(), POLLIN, 0},
+                               {m_store->idle_fd(), POLLIN | POLLRDHUP, 0},
+                               {refresher ? refresher->fd() : -1, POLLIN, 0}}};
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
     ::poll(fds.data(),
            fds.size(),
@@ -306,6 +323,9 @@ Renewer::sleep_until(BootTime when) {
     }
     if (fds[1].revents != 0 && m_store->idle_connection_broken()) {
       return Wake::closed;
+    }
+    if (fds[2].revents != 0) {
+      return Wake::new_password;
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <rlock/lock/store.hpp>
 #include <rlock/lock/timing.hpp>
+#include <rlock/redis/password_source.hpp>
 #include <rlock/util/fd.hpp>
 
 #include <atomic>
@@ -27,12 +28,17 @@ class Renewer {
 public:
   // Prepares renewing, on `store`, the lease `token` holds on lock `name`
   // since the request sent at `sent`; the thread starts with
-  // start_when_due().
+  // start_when_due(). With a `password` that changes (--password-command),
+  // the thread also has a new one fetched every max_age, and renews at once
+  // when one comes: the renewal goes out behind an AUTH with it on the live
+  // connection (redis::Connection), so a long hold outlives the token it
+  // started with.
   Renewer(std::unique_ptr<LockSession> store,
           std::string name,
           std::string token,
           LeaseTiming timing,
-          BootTime sent);
+          BootTime sent,
+          std::shared_ptr<redis::PasswordSource> password = {});
 
   // Stops the thread.
   ~Renewer();
@@ -86,7 +92,7 @@ public:
 
 private:
   // What ended a sleep.
-  enum class Wake { due, closed, stopped };
+  enum class Wake { due, closed, stopped, new_password };
   // What a look at the lease found.
   enum class Look { held, gone, failed };
 
@@ -94,7 +100,8 @@ private:
   void renew_until_lost();
   void connect_early();
   Look look_once();
-  Wake sleep_until(BootTime when);
+  Wake sleep_until(BootTime when,
+                   const redis::PasswordSource::Refresher* refresher);
   bool renew_once(BootTime deadline);
   bool
   publish_renewal(BootTime sent, BootTime deadline, const Renewal& renewal);
@@ -105,6 +112,7 @@ private:
   void notify() const;
 
   std::unique_ptr<LockSession> m_store;
+  std::shared_ptr<redis::PasswordSource> m_password; // may be null
   std::string m_name;
   std::string m_token;
   LeaseTiming m_timing;

@@ -1,3 +1,4 @@
+#include <rlock/proc/command_output.hpp>
 #include <rlock/proc/process_info.hpp>
 #include <rlock/util/integer.hpp>
 
@@ -192,7 +193,12 @@ reap_children_except(const std::vector<pid_t>& kept) {
       }
       cursor = ptr;
       if (std::find(kept.begin(), kept.end(), pid) == kept.end()) {
-        waitpid(pid, nullptr, WNOHANG);
+        // Not a password command's: the thread that runs it reaps it.
+        with_command_children(pid, [pid](bool waited_for) {
+          if (!waited_for) {
+            waitpid(pid, nullptr, WNOHANG);
+          }
+        });
       }
     }
   }

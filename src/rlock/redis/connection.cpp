@@ -1,7 +1,11 @@
 #include <rlock/redis/connection.hpp>
 #include <rlock/redis/failure.hpp>
+#include <rlock/redis/password_source.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
+
+#include <strings.h>
 
 #include <utility>
 
@@ -73,28 +77,112 @@ Connection::open_on(UniqueFd socket,
   return connection;
 }
 
+namespace {
+
+// The AUTH command for `password`, with the endpoint's user.
+std::vector<std::string>
+auth_command(const Endpoint& endpoint, const std::string& password) {
+  std::vector<std::string> auth{"AUTH"};
+  if (!endpoint.user.empty()) {
+    auth.push_back(endpoint.user);
+  }
+  auth.push_back(password);
+  return auth;
+}
+
+std::string
+user_part(const Endpoint& endpoint) {
+  return endpoint.user.empty() ? std::string()
+                               : " for user " + quote(endpoint.user);
+}
+
+// True for the commands that put a RESP2 connection in subscribed mode,
+// where AUTH is refused and pushes come unasked.
+bool
+subscribes(const std::string& name) {
+  return strcasecmp(name.c_str(), "subscribe") == 0
+         || strcasecmp(name.c_str(), "psubscribe") == 0
+         || strcasecmp(name.c_str(), "ssubscribe") == 0;
+}
+
+} // namespace
+
+Reply
+Connection::authenticate(const std::string& password) {
+  return command(auth_command(m_endpoint, password));
+}
+
 void
 Connection::log_in() {
-  if (!m_endpoint.password.empty()) {
-    std::vector<std::string> auth{"AUTH"};
-    if (!m_endpoint.user.empty()) {
-      auth.push_back(m_endpoint.user);
-    }
-    auth.push_back(m_endpoint.password);
-    const auto reply = command(auth);
-    if (reply.is_error()) {
+  std::optional<Reply> refused;
+  if (const auto& source = m_endpoint.password_source) {
+    PasswordSource::Password password;
+    try {
+      password = source->current();
+    } catch (const Failure& failure) {
       fail_with(FailureKind::auth_refused,
-                "Redis at " + address() + " refused the password"
-                    + (m_endpoint.user.empty()
-                           ? std::string()
-                           : " for user " + quote(m_endpoint.user))
-                    + ": " + reply.text);
+                "cannot log in to " + address() + ": " + failure.what());
     }
+    // Set first: this AUTH is the login, not one to send again before it.
+    m_login_generation = password.generation;
+    auto reply = authenticate(password.value);
+    if (reply.is_error()) {
+      // Kept a while, it may have been rotated since: a new one, once.
+      if (const auto newer = source->after_refusal(password.generation)) {
+        m_login_generation = newer->generation;
+        reply = authenticate(newer->value);
+      }
+    }
+    if (reply.is_error()) {
+      refused = std::move(reply);
+    }
+  } else if (!m_endpoint.password.empty()) {
+    auto reply = authenticate(m_endpoint.password);
+    if (reply.is_error()) {
+      refused = std::move(reply);
+    }
+  }
+  if (refused) {
+    fail_with(FailureKind::auth_refused,
+              "Redis at " + address() + " refused the password"
+                  + user_part(m_endpoint) + ": " + printable(refused->text));
   }
   if (m_endpoint.db != 0) {
     throw_if_error(command({"SELECT", std::to_string(m_endpoint.db)}),
                    "cannot select database " + std::to_string(m_endpoint.db)
                        + " on " + address());
+  }
+}
+
+// Sends AUTH with a newer password ahead of the commands about to go out,
+// when one was kept since this connection logged in and its reply cannot be
+// mistaken for another's: nothing outstanding, not subscribed.
+void
+Connection::log_in_again_if_due() {
+  const auto& source = m_endpoint.password_source;
+  if (!source || m_subscribed || m_login_reply_pending || m_replies_due != 0
+      || source->generation() == m_login_generation) {
+    return;
+  }
+  const auto password = source->kept();
+  if (!password || password->generation == m_login_generation) {
+    return;
+  }
+  m_output.insert(0, format_command(auth_command(m_endpoint, password->value)));
+  m_login_generation = password->generation;
+  m_login_reply_pending = true;
+  ++m_replies_due;
+}
+
+// The reply to the AUTH log_in_again_if_due() sent: a refusal is said once
+// (this generation is not tried again), and the connection goes on logged
+// in as before.
+void
+Connection::take_login_reply(const Reply& reply) {
+  if (reply.is_error()) {
+    log::warning("Redis at " + address() + " refused the new password"
+                 + user_part(m_endpoint) + ": " + printable(reply.text)
+                 + "; the connection stays logged in as before");
   }
 }
 
@@ -121,6 +209,10 @@ Connection::set_asking(bool asking) {
 void
 Connection::append(const std::vector<std::string>& args) {
   m_output += format_command(args);
+  ++m_unsent;
+  if (!args.empty() && subscribes(args.front())) {
+    m_subscribed = true;
+  }
 }
 
 Reply
@@ -184,6 +276,8 @@ Connection::send() {
 void
 Connection::flush() {
   if (!m_output.empty()) {
+    log_in_again_if_due();
+    m_replies_due += std::exchange(m_unsent, 0);
     const std::string output = std::exchange(m_output, {});
     m_stream->write_all(output, m_io_timeout);
   }
@@ -209,6 +303,14 @@ std::optional<Reply>
 Connection::take_parsed_reply() {
   try {
     auto reply = m_reader.next();
+    if (reply && m_replies_due > 0) {
+      --m_replies_due;
+    }
+    if (reply && m_login_reply_pending) {
+      m_login_reply_pending = false;
+      take_login_reply(*reply);
+      return take_parsed_reply();
+    }
     // An error reply carries where a password can be given, for
     // throw_if_error() to word a refusal for want of one.
     if (reply && reply->is_error()) {

@@ -29,6 +29,12 @@ struct ConnectOptions {
 // parser; the socket and TLS are rlock's own). Every call is bounded by a
 // timeout. Not thread-safe: each thread opens its own. The socket is
 // close-on-exec, so children never inherit it.
+//
+// With a password that changes (Endpoint::password_source), the commands
+// sent next after a newer password was kept go out behind an AUTH with it,
+// in the same round trip, when no reply is outstanding: a live connection
+// stays logged in across a rotation. A refused AUTH is reported once (a
+// warning) and the connection goes on logged in as before.
 class Connection {
 public:
   // Connects, logs in and selects the database. Throws Error (unavailable)
@@ -102,6 +108,9 @@ private:
              const ConnectOptions& options);
 
   void log_in();
+  Reply authenticate(const std::string& password);
+  void log_in_again_if_due();
+  void take_login_reply(const Reply& reply);
   void flush();
   void read_more(bool block);
   std::optional<Reply> take_parsed_reply();
@@ -117,6 +126,13 @@ private:
   std::deque<Reply> m_aside;
   std::optional<BootTime> m_server_started;
   std::string m_password_sources; // ConnectOptions::password_sources
+  // A password that changes (Endpoint::password_source): the generation
+  // this connection logged in with last, or tried to.
+  std::uint64_t m_login_generation = 0;
+  bool m_login_reply_pending = false; // an AUTH sent before the next reply
+  bool m_subscribed = false;          // (P|S)SUBSCRIBE sent: no AUTH again
+  std::size_t m_unsent = 0;           // commands appended, not yet sent
+  std::size_t m_replies_due = 0;      // replies to commands sent, not taken
 };
 
 } // namespace rlock::redis

@@ -2,11 +2,14 @@
 
 #include <rlock/util/expected.hpp>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace rlock::redis {
+
+class PasswordSource; // redis/password_source.hpp
 
 // Where a Redis server is and how to log in to it.
 struct Endpoint {
@@ -21,6 +24,9 @@ struct Endpoint {
   // `password` holds it, as redis-cli reads it; a password given another way
   // makes it the user instead.
   bool login_one_word = false;
+  // A password that changes (--password-command): when set, the login's
+  // password comes from it and `password` is empty. Shared by every copy.
+  std::shared_ptr<PasswordSource> password_source;
 
   bool
   is_unix() const {
