@@ -9,8 +9,9 @@
 # The file's server is seconds old: --restart-grace 1h holds every lock back
 # for the whole test, 0 (common_setup) none.
 
-# `run` sets stderr and output (SC2154).
-# shellcheck disable=SC2154
+# `run` sets stderr and output (SC2154); each test sets its own RLOCK_URL
+# (SC2030/SC2031); the single-quoted scripts are the child's (SC2016).
+# shellcheck disable=SC2154,SC2030,SC2031,SC2016
 
 bats_require_minimum_version 1.5.0
 
