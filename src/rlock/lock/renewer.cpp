@@ -1,11 +1,11 @@
 #include <rlock/lock/renewer.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/event_fd.hpp>
 #include <rlock/util/events.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 #include <poll.h>
-#include <sys/eventfd.h>
 
 #include <algorithm>
 #include <array>
@@ -15,26 +15,11 @@ namespace rlock::lock {
 
 namespace {
 
-UniqueFd
-make_eventfd() {
-  const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (fd < 0) {
-    throw_errno("eventfd");
-  }
-  return UniqueFd(fd);
-}
-
 // How long a run goes without the renewal thread. The lease is safe
 // without it: the kill deadline, the watchdog and --restart-grace do not
 // depend on it; an empty restart in these first milliseconds is noticed
 // when the thread starts and looks (look_once()).
 constexpr Duration k_thread_delay = std::chrono::milliseconds(100);
-
-void
-signal_eventfd(int fd) {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const auto written = ::write(fd, &one, sizeof(one));
-}
 
 } // namespace
 

@@ -1,10 +1,10 @@
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/password_source.hpp>
 #include <rlock/util/error.hpp>
+#include <rlock/util/event_fd.hpp>
 #include <rlock/util/log.hpp>
 
 #include <poll.h>
-#include <sys/eventfd.h>
 
 #include <algorithm>
 #include <array>
@@ -12,21 +12,6 @@
 namespace rlock::redis {
 
 namespace {
-
-UniqueFd
-make_eventfd() {
-  const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (fd < 0) {
-    throw_errno("eventfd");
-  }
-  return UniqueFd(fd);
-}
-
-void
-signal_eventfd(int fd) {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const auto written = ::write(fd, &one, sizeof(one));
-}
 
 // Waits until `fd` is readable (true) or `until` has come (false).
 bool

@@ -9,65 +9,13 @@
 #include <rlock/store/protocol.hpp>
 #include <rlock/store/redis_store.hpp>
 #include <rlock/store/status.hpp>
+#include <rlock/store/wakeups.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
 namespace rlock::lock {
 
-namespace {
-
-// A waiter's wake-ups: elements pushed onto its lists, each taken by one
-// waiter.
-class ListWakeups final : public Wakeups {
-public:
-  explicit ListWakeups(redis::WakeList list) : m_list(std::move(list)) {
-  }
-
-  void
-  listen() override {
-    m_list.listen();
-  }
-
-  int
-  fd() const override {
-    return m_list.fd();
-  }
-
-  int
-  take() override {
-    return m_list.take();
-  }
-
-private:
-  redis::WakeList m_list;
-};
-
-// Every release, as published on the lock's channel.
-class ReleaseWakeups final : public Wakeups {
-public:
-  explicit ReleaseWakeups(redis::Subscription subscription)
-      : m_subscription(std::move(subscription)) {
-  }
-
-  void
-  listen() override {
-  }
-
-  int
-  fd() const override {
-    return m_subscription.fd();
-  }
-
-  int
-  take() override {
-    return m_subscription.take_messages();
-  }
-
-private:
-  redis::Subscription m_subscription;
-};
-
-} // namespace
+namespace {} // namespace
 
 redis::ConnectOptions
 bounded_by(redis::ConnectOptions options, std::optional<BootTime> deadline) {

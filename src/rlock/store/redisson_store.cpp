@@ -2,6 +2,7 @@
 #include <rlock/redis/script.hpp>
 #include <rlock/redis/subscription.hpp>
 #include <rlock/store/redisson_store.hpp>
+#include <rlock/store/wakeups.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
 
@@ -125,31 +126,6 @@ busy_of(const Look& found) {
 refuse(const std::string& what) {
   throw Error(ErrorKind::bad_input, "Redisson's lock layout has no " + what);
 }
-
-// Every release, as Redisson publishes it on the lock's channel.
-class ChannelWakeups final : public Wakeups {
-public:
-  explicit ChannelWakeups(redis::Subscription subscription)
-      : m_subscription(std::move(subscription)) {
-  }
-
-  void
-  listen() override {
-  }
-
-  int
-  fd() const override {
-    return m_subscription.fd();
-  }
-
-  int
-  take() override {
-    return m_subscription.take_messages();
-  }
-
-private:
-  redis::Subscription m_subscription;
-};
 
 std::unique_ptr<RedisStore>
 inner_store(const Deployment& deployment) {
@@ -393,7 +369,7 @@ RedissonStore::watch(std::string_view name, const std::string&) {
 
 std::unique_ptr<Wakeups>
 RedissonStore::watch_releases(std::string_view name) {
-  return std::make_unique<ChannelWakeups>(
+  return std::make_unique<ReleaseWakeups>(
       m_inner->subscribe_to({channel_of(name)}));
 }
 

@@ -9,6 +9,7 @@
 #include <rlock/redis/subscription.hpp>
 #include <rlock/store/replies.hpp>
 #include <rlock/store/string_store.hpp>
+#include <rlock/store/wakeups.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/random.hpp>
 #include <rlock/util/text.hpp>
@@ -67,50 +68,6 @@ throw_wrong_type(const StringKeys& keys, const std::string& type) {
                            + ", not a string: it is not a lock of the string "
                              "style, and is neither taken nor shared");
 }
-
-// A waiter's wake-ups: rlock's releases push onto the list beside the key.
-class StringWakeups final : public Wakeups {
-public:
-  explicit StringWakeups(redis::WakeList list) : m_list(std::move(list)) {
-  }
-  void
-  listen() override {
-    m_list.listen();
-  }
-  int
-  fd() const override {
-    return m_list.fd();
-  }
-  int
-  take() override {
-    return m_list.take();
-  }
-
-private:
-  redis::WakeList m_list;
-};
-
-// rlock wait's: every rlock release, as published beside the key.
-class StringReleases final : public Wakeups {
-public:
-  explicit StringReleases(redis::Subscription subscription)
-      : m_subscription(std::move(subscription)) {
-  }
-  void
-  listen() override {
-  }
-  int
-  fd() const override {
-    return m_subscription.fd();
-  }
-  int
-  take() override {
-    return m_subscription.take_messages();
-  }
-
-private:
-  redis::Subscription m_subscription;
-};
 
 // Returns the server (or the master the sentinels name now) of `deployment`.
 redis::Endpoint
@@ -437,14 +394,14 @@ StringStore::mark_slot_done(std::string_view, std::int64_t, Duration) {
 std::unique_ptr<Wakeups>
 StringStore::watch(std::string_view name, const std::string&) {
   const auto options = bounded_by(m_deployment.connect, std::nullopt);
-  return std::make_unique<StringWakeups>(redis::WakeList::open(
+  return std::make_unique<ListWakeups>(redis::WakeList::open(
       locate(m_deployment, options), options, {keys(name).wake}));
 }
 
 std::unique_ptr<Wakeups>
 StringStore::watch_releases(std::string_view name) {
   const auto options = bounded_by(m_deployment.connect, std::nullopt);
-  return std::make_unique<StringReleases>(redis::Subscription::open(
+  return std::make_unique<ReleaseWakeups>(redis::Subscription::open(
       locate(m_deployment, options), options, {keys(name).wake + ":released"}));
 }
 
