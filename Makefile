@@ -103,11 +103,11 @@ fuzz:
 	tests/fuzz/run $(FUZZ_DIR) $(FUZZ_SECONDS) $(JOBS)
 
 # The tests that start the renewal thread (the unit tests run it on a fake
-# store). Reports go to files and leave exit codes alone, so the tests run as
+# store) and the password refresher's (password_command). Reports go to files and leave exit codes alone, so the tests run as
 # usual and any report fails the run after them. TSan's fixed memory layout breaks with more than 28 bits of mmap
 # randomness (newer kernels): then the tests run without address
 # randomization, which their children inherit.
-TSAN_TESTS = ^(unit|redis|cli/(child|faults|lockloss|netfaults|signals|supervision))$$
+TSAN_TESTS = ^(unit|redis|cli/(child|faults|lockloss|netfaults|password_command|signals|supervision))$$
 TSAN_WRAP = $(shell test "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null \
   || echo 28)" -gt 28 && echo setarch $$(uname -m) -R)
 
