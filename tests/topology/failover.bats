@@ -142,8 +142,10 @@ enter_script() {
 # exists nowhere; B takes it on the new master. With the defaults, A's
 # acquire does not count while the sentinel leading the failover reports it
 # under way.
+# Extra options for both runs (the lock style) may follow the round's number.
 graceful_round() {
   local n=$1 hba=$BATS_TEST_TMPDIR/hba.$1 hbb=$BATS_TEST_TMPDIR/hbb.$1
+  local extra=("${@:2}")
   local sentinel old new ra rb rca=0 rcb=0 start
   sentinel_wait_ready "$GRACE_DIR"
   old=$(sentinel_master_port "$GRACE_DIR")
@@ -151,11 +153,11 @@ graceful_round() {
   start=$EPOCHREALTIME
   topology_cli "$sentinel" sentinel failover "$SENTINEL_MASTER_NAME"
   sleep 0.45
-  bg "$RLOCK" -t 9s -w 20s graceful bash -c "$(enter_script "$hba" 4)"
+  bg "$RLOCK" "${extra[@]}" -t 9s -w 20s graceful bash -c "$(enter_script "$hba" 4)"
   ra=$BG_PID
   new=$(sentinel_wait_failover "$GRACE_DIR" "$old")
   sleep 0.3
-  bg "$RLOCK" -t 9s -w 20s graceful bash -c "$(enter_script "$hbb" 2)"
+  bg "$RLOCK" "${extra[@]}" -t 9s -w 20s graceful bash -c "$(enter_script "$hbb" 2)"
   rb=$BG_PID
   reap "$ra" 40 || rca=$?
   reap "$rb" 40 || rcb=$?
@@ -169,6 +171,14 @@ graceful_round() {
 @test "graceful SENTINEL FAILOVER, twice: a run that asks while it is under way and one after it never hold at once" {
   graceful_round 1
   graceful_round 2
+}
+
+# The same for a lock kept in an application's layout: --compat string and
+# redisson write through the same master checks (RedisStore::master_session,
+# confirm_write) as rlock's own locks.
+@test "graceful SENTINEL FAILOVER with --compat string and --compat redisson: never two holders" {
+  graceful_round 1 --compat string
+  graceful_round 2 --compat redisson
 }
 
 # --- a frozen Cluster master --------------------------------------------------

@@ -533,6 +533,35 @@ RedisStore::session() {
   }
 }
 
+redis::Connection&
+RedisStore::master_session() {
+  const bool reused = m_connection.has_value();
+  auto& c = session();
+  if (reused && sentinel()) {
+    try {
+      redis::check_still_master(*sentinel(), c, bounded_options());
+    } catch (...) {
+      m_connection.reset();
+      throw;
+    }
+  }
+  return c;
+}
+
+int
+RedisStore::confirm_write(redis::Connection& c,
+                          const std::string& what,
+                          Duration limit) {
+  const int confirmed = confirm(c, what, limit);
+  const auto standing = sentinels_on(c);
+  if (standing.kind != redis::MasterStanding::Kind::current) {
+    throw redis::Failure(redis::FailureKind::not_master,
+                         what + " on " + c.address()
+                             + " does not count: " + standing.why);
+  }
+  return confirmed;
+}
+
 void
 RedisStore::adopt(redis::Connection connection) {
   m_connection.emplace(std::move(connection));

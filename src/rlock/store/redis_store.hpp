@@ -81,6 +81,20 @@ public:
   // Sentinel, which must be asked where the master is).
   void adopt(redis::Connection connection);
 
+  // For a store that keeps the lock in another layout (--compat): the
+  // connection to the master of now, as session() gives it but, with
+  // Sentinel, asked again when it is reused (an old master can go on
+  // answering after a failover). Throws Failure.
+  redis::Connection& master_session();
+
+  // After a write on `c` (`what`, for messages; `limit` bounds the wait):
+  // the replicas the policy asks for confirm it and, with Sentinel, the
+  // sentinels still name `c`'s server as master with no failover under way
+  // (a write confirmed during a graceful failover is lost). Returns how
+  // many replicas confirmed. Throws Failure (unconfirmed, not_master).
+  int
+  confirm_write(redis::Connection& c, const std::string& what, Duration limit);
+
   // Returns how many replicas must confirm each write made on `c`, fixed at
   // the first call as by the first acquire.
   int replicas_to_confirm(redis::Connection& c);

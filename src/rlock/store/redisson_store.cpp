@@ -152,7 +152,9 @@ RedissonStore::RedissonStore(const Deployment& deployment,
 
 std::unique_ptr<LockStore>
 RedissonStore::another() const {
-  return std::make_unique<RedissonStore>(m_deployment);
+  auto store = std::make_unique<RedissonStore>(m_deployment);
+  store->m_inner->require_replicas(m_inner->required_replicas());
+  return store;
 }
 
 LockStore&
@@ -197,6 +199,17 @@ RedissonStore::on_connection(Step&& step) {
   }
 }
 
+template <typename Step>
+auto
+RedissonStore::on_master(Step&& step) {
+  try {
+    return step(m_inner->master_session());
+  } catch (const redis::Failure&) {
+    m_inner->disconnect();
+    throw;
+  }
+}
+
 std::string
 RedissonStore::key_of(std::string_view name) const {
   return std::string(name);
@@ -210,7 +223,7 @@ RedissonStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   if (entry.queue_ttl > Duration::zero()) {
     refuse("wait queue");
   }
-  return on_connection([&](redis::Connection& c) -> AcquireAttempt {
+  return on_master([&](redis::Connection& c) -> AcquireAttempt {
     const std::string what = "taking Redisson's lock " + quote(request.name);
     const auto sent = boot_now();
     const auto reply =
@@ -224,6 +237,12 @@ RedissonStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
       Granted granted;
       granted.fence = integer_at(reply, 1, what);
       granted.sent = sent;
+      try {
+        granted.replicas = m_inner->confirm_write(c, what, request.ttl / 4);
+      } catch (const redis::Failure&) {
+        release_quietly(request.name, request.token);
+        throw;
+      }
       return granted;
     }
     if (verdict == "wrongtype") {
@@ -261,7 +280,7 @@ RedissonStore::renew(std::string_view name,
                      const std::string& token,
                      Duration ttl,
                      RenewMode mode) {
-  return on_connection([&](redis::Connection& c) {
+  return on_master([&](redis::Connection& c) {
     const auto reply =
         redis::run_script(c,
                           redis::k_redisson_renew_script,
@@ -273,13 +292,17 @@ RedissonStore::renew(std::string_view name,
     renewal.remaining_before_ms =
         redis::integer_of(reply, "renewing Redisson's lock " + quote(name));
     renewal.held = renewal.remaining_before_ms != -2;
+    if (renewal.held) {
+      m_inner->confirm_write(
+          c, "renewing Redisson's lock " + quote(name), ttl / 4);
+    }
     return renewal;
   });
 }
 
 bool
 RedissonStore::release(std::string_view name, const std::string& token) {
-  return on_connection([&](redis::Connection& c) {
+  return on_master([&](redis::Connection& c) {
     const auto reply = redis::run_script(
         c,
         redis::k_redisson_release_script,

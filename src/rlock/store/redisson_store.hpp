@@ -79,6 +79,9 @@ private:
   // Runs `step` on the inner store's connection; a failure drops it.
   template <typename Step>
   auto on_connection(Step&& step);
+  // The same for a write: on the master of now (RedisStore::master_session).
+  template <typename Step>
+  auto on_master(Step&& step);
 
   Deployment m_deployment;
   std::unique_ptr<RedisStore> m_inner;

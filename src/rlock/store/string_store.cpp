@@ -126,7 +126,7 @@ StringStore::StringStore(Deployment deployment)
 std::unique_ptr<LockStore>
 StringStore::another() const {
   auto store = std::make_unique<StringStore>(m_deployment);
-  store->m_required_replicas = m_required_replicas;
+  store->m_redis->require_replicas(m_redis->required_replicas());
   return store;
 }
 
@@ -156,33 +156,15 @@ StringStore::on_connection(Step&& step) {
   }
 }
 
-// As RedisStore's: the replicas the policy asks for (fixed at the first
-// write) confirm the write just made on `c`, within `limit`.
-int
-StringStore::confirm(redis::Connection& c,
-                     const std::string& what,
-                     Duration limit) {
-  const auto& policy = m_deployment.replicas;
-  if (!m_required_replicas) {
-    const bool counted = policy.mode == ReplicaPolicy::Mode::count;
-    m_required_replicas = lock::required_replicas(
-        policy, counted ? 0 : redis::role_of(c).replicas);
+template <typename Step>
+auto
+StringStore::on_master(Step&& step) {
+  try {
+    return step(m_redis->master_session());
+  } catch (...) {
+    m_redis->disconnect();
+    throw;
   }
-  const int required = *m_required_replicas;
-  if (required == 0) {
-    return 0;
-  }
-  const auto timeout =
-      confirmation_timeout(policy, std::min(limit, c.io_timeout() * 3 / 4));
-  const int confirmed = redis::wait_for_replicas(c, required, timeout);
-  if (confirmed < required) {
-    throw redis::Failure(redis::FailureKind::unconfirmed,
-                         "only " + std::to_string(confirmed) + " of "
-                             + std::to_string(required) + " replicas of "
-                             + c.address() + " confirmed " + what + " within "
-                             + format_duration(timeout));
-  }
-  return confirmed;
 }
 
 AcquireAttempt
@@ -200,7 +182,7 @@ StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
     value = shedlock_value(epoch_ms, request.holder.host) + ":" + request.token;
   }
   const auto sent = boot_now();
-  const auto reply = on_connection([&](redis::Connection& c) {
+  const auto reply = on_master([&](redis::Connection& c) {
     return redis::run_script(c,
                              redis::k_string_acquire_script,
                              {k.lock, k.fence},
@@ -215,7 +197,8 @@ StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
     granted.sent = sent;
     try {
       granted.replicas = on_connection([&](redis::Connection& c) {
-        return confirm(c, "taking " + quote(request.name), request.ttl / 4);
+        return m_redis->confirm_write(
+            c, "taking " + quote(request.name), request.ttl / 4);
       });
     } catch (const redis::Failure&) {
       release_quietly(request.name, request.token);
@@ -283,7 +266,7 @@ StringStore::renew(std::string_view name,
                 "the new length must be given");
   }
   const auto k = keys(name);
-  const auto reply = on_connection([&](redis::Connection& c) {
+  const auto reply = on_master([&](redis::Connection& c) {
     return redis::run_script(c,
                              redis::k_string_renew_script,
                              {k.lock},
@@ -298,7 +281,7 @@ StringStore::renew(std::string_view name,
   renewal.remaining_before_ms = before;
   if (renewal.held) {
     on_connection([&](redis::Connection& c) {
-      return confirm(c, "renewing " + quote(name), ttl / 4);
+      return m_redis->confirm_write(c, "renewing " + quote(name), ttl / 4);
     });
   }
   return renewal;
@@ -307,7 +290,7 @@ StringStore::renew(std::string_view name,
 bool
 StringStore::release(std::string_view name, const std::string& token) {
   const auto k = keys(name);
-  const auto reply = on_connection([&](redis::Connection& c) {
+  const auto reply = on_master([&](redis::Connection& c) {
     return redis::run_script(c,
                              redis::k_string_release_script,
                              {k.lock, k.wake},

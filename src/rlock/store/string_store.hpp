@@ -78,13 +78,12 @@ private:
   // Runs `step` on the inner store's connection; a failure drops it.
   template <typename Step>
   auto on_connection(Step&& step);
-
-  int confirm(redis::Connection& c, const std::string& what, Duration limit);
+  // The same for a write: on the master of now (RedisStore::master_session).
+  template <typename Step>
+  auto on_master(Step&& step);
 
   Deployment m_deployment;
   std::unique_ptr<RedisStore> m_redis;
-  // As in RedisStore: fixed at the first write, never lowered.
-  std::optional<int> m_required_replicas;
 };
 
 } // namespace rlock::lock
