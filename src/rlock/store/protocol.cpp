@@ -8,6 +8,13 @@ namespace rlock::lock {
 
 namespace {
 
+redis::Reply
+run(redis::Connection& connection, const ScriptCall& call) {
+  return redis::run_script(connection, *call.script, call.keys, call.args);
+}
+
+} // namespace
+
 std::string
 milliseconds_of(Duration duration) {
   // Rounded up: a server-side lease longer than planned is safe, a shorter one
@@ -15,13 +22,6 @@ milliseconds_of(Duration duration) {
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(duration);
   return std::to_string(std::max<std::int64_t>(ms.count(), 1));
 }
-
-redis::Reply
-run(redis::Connection& connection, const ScriptCall& call) {
-  return redis::run_script(connection, *call.script, call.keys, call.args);
-}
-
-} // namespace
 
 std::vector<std::string>
 ScriptCall::command(bool eval) const {

@@ -16,6 +16,11 @@ struct Script;
 
 namespace rlock::lock {
 
+// `duration` in whole milliseconds for a script's argument, rounded up and
+// at least 1: a server-side lease longer than planned is safe, a shorter one
+// is not.
+std::string milliseconds_of(Duration duration);
+
 // One call of a lock script, for a caller that sends it on several
 // connections at once (QuorumStore): the script, its keys and arguments,
 // and what failed, for messages.

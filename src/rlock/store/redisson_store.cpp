@@ -1,6 +1,7 @@
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/script.hpp>
 #include <rlock/redis/subscription.hpp>
+#include <rlock/store/protocol.hpp>
 #include <rlock/store/redisson_store.hpp>
 #include <rlock/store/wakeups.hpp>
 #include <rlock/util/error.hpp>
@@ -17,11 +18,6 @@ constexpr std::string_view k_unlock_message = "0";
 
 // The thread part of rlock's field: one holder per run.
 constexpr std::string_view k_thread = "1";
-
-std::string
-ms_text(Duration d) {
-  return std::to_string(std::max<std::int64_t>(to_ms(d), 1));
-}
 
 // True when `field` has Redisson's shape, "<id>:<thread id>".
 bool
@@ -226,11 +222,11 @@ RedissonStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   return on_master([&](redis::Connection& c) -> AcquireAttempt {
     const std::string what = "taking Redisson's lock " + quote(request.name);
     const auto sent = boot_now();
-    const auto reply =
-        redis::run_script(c,
-                          redis::k_redisson_take_script,
-                          {request.name, fence_key_of(request.name)},
-                          {field_of(request.token), ms_text(request.ttl)});
+    const auto reply = redis::run_script(
+        c,
+        redis::k_redisson_take_script,
+        {request.name, fence_key_of(request.name)},
+        {field_of(request.token), milliseconds_of(request.ttl)});
     redis::throw_if_error(reply, what);
     const auto verdict = text_at(reply, 0, what);
     if (verdict == "granted") {
@@ -286,7 +282,7 @@ RedissonStore::renew(std::string_view name,
                           redis::k_redisson_renew_script,
                           {std::string(name)},
                           {field_of(token),
-                           ms_text(ttl),
+                           milliseconds_of(ttl),
                            mode == RenewMode::exact ? "exact" : "at_least"});
     Renewal renewal;
     renewal.remaining_before_ms =

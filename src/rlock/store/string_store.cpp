@@ -7,6 +7,7 @@
 #include <rlock/redis/scripts.hpp>
 #include <rlock/redis/sentinel.hpp>
 #include <rlock/redis/subscription.hpp>
+#include <rlock/store/protocol.hpp>
 #include <rlock/store/replies.hpp>
 #include <rlock/store/string_store.hpp>
 #include <rlock/store/wakeups.hpp>
@@ -31,13 +32,6 @@ has_hash_tag(std::string_view name) {
   }
   const auto close = name.find('}', open + 1);
   return close != std::string_view::npos && close > open + 1;
-}
-
-std::string
-milliseconds_of(Duration duration) {
-  // Rounded up: a lease longer than planned is safe, a shorter one is not.
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(duration);
-  return std::to_string(std::max<std::int64_t>(ms.count(), 1));
 }
 
 // The reply's element `i` as text ("" when nil or missing).
