@@ -147,6 +147,10 @@ app() {
   run -0 rl extend --compat string job --token "$token" --ttl 60s
   (($(redis_cli pttl job) > 30000))
   run -64 rl extend --compat string job --token "$token"
+  [[ $output == "rlock: --compat string: extend needs -t/--ttl"* ]]
+  [[ $(echo "$output" | wc -l) == 1 ]]
+  run -64 rl extend --compat redisson job --token "$token"
+  [[ $output == "rlock: --compat redisson: extend needs -t/--ttl"* ]]
   run -1 rl check --compat string job --token wrong
   run -1 rl extend --compat string job --token wrong --ttl 60s
 }
@@ -230,6 +234,10 @@ app() {
   run -64 rl --compat string --url "redis+cluster://127.0.0.1:$REDIS_PORT" -n job true
   [[ $output == *Cluster* ]]
   run -64 rl status --compat string
+  [[ $output == "rlock: --compat string: status needs the lock's NAME"* ]]
+  [[ $(echo "$output" | wc -l) == 1 ]]
+  run -64 rl status --compat redisson --json
+  [[ $output == "rlock: --compat redisson: status needs"* ]]
   for step in acquire wait status; do
     run -64 rl "$step" --compat bogus job
     [[ $output == *--compat* ]]

@@ -1,6 +1,7 @@
 #include <rlock/cli/exit_codes.hpp>
 #include <rlock/cli/extend.hpp>
 #include <rlock/cli/steps.hpp>
+#include <rlock/util/error.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -30,6 +31,11 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   options.log_level = detail::log_level_of(raw);
   options.server = detail::server_of(raw, environment);
   options.length = detail::optional_duration_of(extend.length, "--ttl", false);
+  if (raw.compat && !options.length) {
+    throw_usage("--compat " + *raw.compat
+                + ": extend needs -t/--ttl: the application's key records no "
+                  "lease length");
+  }
   options.name = detail::validated_name(extend.name);
   options.token = detail::token_of(extend.token, options.name, environment);
   return options;

@@ -83,6 +83,11 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   if (status.watch) {
     options.watch = interval;
   }
+  if (raw.compat && status.names.empty()) {
+    throw_usage("--compat " + *raw.compat
+                + ": status needs the lock's NAME: the application's keys "
+                  "cannot be told from other keys");
+  }
   for (const auto& name : status.names) {
     options.names.push_back(detail::validated_name(name));
   }
