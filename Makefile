@@ -60,7 +60,7 @@ CI_PACKAGES = clang clang-format shellcheck mandoc lua5.4
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
 SHELL_FILES = $(shell tests/lint/shell-files)
 
-.PHONY: all build test demo asan clang check-format format lint install clean \
+.PHONY: all build test demo asan asan-build tsan-build clang check-format format lint install clean \
   bench deb dist check-packaging fuzz tsan soak soak-topology
 
 all: build
@@ -88,11 +88,15 @@ demo:
 # The fuzz targets' instrumentation is on too, so that CI's
 # `make fuzz FUZZ_DIR=$(ASAN_DIR)` reuses this build instead of compiling
 # everything a second time.
-asan:
+# asan-build and tsan-build compile without testing: .ci/run starts them at
+# nice 19 while the soaks and other tests, which mostly wait, run.
+asan-build:
 	@packaging/install-deps $(TEST_PACKAGES) clang libclang-rt-dev
 	CXX=clang++ cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DRLOCK_FUZZ=ON \
 	  -DRLOCK_SANITIZERS=address,undefined -DRLOCK_WARNINGS_AS_ERRORS=ON
 	cmake --build $(ASAN_DIR) -j$(JOBS)
+
+asan: asan-build
 	cd $(ASAN_DIR) && $(CTEST) -LE 'topology|compat|acl'
 
 fuzz:
@@ -111,11 +115,13 @@ TSAN_TESTS = ^(unit|redis|cli/(child|faults|lockloss|netfaults|password_command|
 TSAN_WRAP = $(shell test "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null \
   || echo 28)" -gt 28 && echo setarch $$(uname -m) -R)
 
-tsan:
+tsan-build:
 	@packaging/install-deps $(TEST_PACKAGES)
 	cmake -S . -B $(TSAN_DIR) -DRLOCK_SANITIZERS=thread
 	cmake --build $(TSAN_DIR) -j$(JOBS) --target rlock rlock_redis_tests \
 	  rlock_unit_tests
+
+tsan: tsan-build
 	rm -rf $(TSAN_DIR)/tsan && mkdir $(TSAN_DIR)/tsan
 	cd $(TSAN_DIR) && TSAN_OPTIONS="log_path=$$PWD/tsan/report exitcode=0" \
 	  $(TSAN_WRAP) $(CTEST) -R '$(TSAN_TESTS)'; status=$$?; \
