@@ -232,6 +232,22 @@ key_exists() {
   [ "$status" -eq 0 ]
 }
 
+@test "quorum: the key taken over on two servers of three: rlock's next renewal finds the lock lost (70)" {
+  bg "$RLOCK" --compat string --ttl 1500ms "${Q_ARGS[@]}" job sleep 30
+  local holder=$BG_PID rc=0
+  wait_until 10 q_has_on 3 job
+  # Past rlock's first look at what it took and a renewal or two; then as a
+  # holder on two servers would after rlock's lease there ran out.
+  sleep 1
+  q_cli 1 set job other px 20000 >/dev/null
+  q_cli 2 set job other px 20000 >/dev/null
+  reap "$holder" || rc=$?
+  [ "$rc" -eq 70 ]
+  # The others' value is left alone.
+  [ "$(q_value 1 job)" = other ]
+  [ "$(q_value 2 job)" = other ]
+}
+
 @test "quorum: --compat shedlock and redisson with several --url: refused with 64, one line" {
   local style
   for style in shedlock redisson; do
