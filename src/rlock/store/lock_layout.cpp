@@ -3,8 +3,6 @@
 
 #include <rlock/store/lock_layout.hpp>
 #include <rlock/store/replies.hpp>
-#include <rlock/store/string_layout.hpp>
-#include <rlock/util/error.hpp>
 
 namespace rlock::lock {
 
@@ -138,21 +136,6 @@ private:
 std::unique_ptr<LockLayout>
 rlock_layout(std::string prefix) {
   return std::make_unique<RlockLayout>(std::move(prefix));
-}
-
-std::unique_ptr<LockLayout>
-layout_for(const Deployment& deployment) {
-  switch (deployment.compat.style) {
-  case LockStyle::rlock:
-    return rlock_layout(deployment.prefix);
-  case LockStyle::string:
-    return std::make_unique<StringLayout>(deployment.compat, deployment.prefix);
-  case LockStyle::shedlock:
-  case LockStyle::redisson:
-    break;
-  }
-  throw Error(ErrorKind::bad_input,
-              "this lock style is kept on one server only, not on a quorum");
 }
 
 } // namespace rlock::lock

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <rlock/lock/deployment.hpp>
 #include <rlock/lock/lease.hpp>
 #include <rlock/redis/reply.hpp>
 #include <rlock/store/protocol.hpp>
@@ -80,9 +79,5 @@ public:
 
 // rlock's own layout (protocol.hpp, replies.hpp) under `prefix`.
 std::unique_ptr<LockLayout> rlock_layout(std::string prefix);
-
-// The layout of `deployment.compat`'s style; throws Error (bad_input) for
-// a style no layout here serves.
-std::unique_ptr<LockLayout> layout_for(const Deployment& deployment);
 
 } // namespace rlock::lock

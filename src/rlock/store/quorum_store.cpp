@@ -13,7 +13,9 @@
 #include <rlock/store/quorum_store_parts.hpp>
 #include <rlock/store/quorum_wakeups.hpp>
 #include <rlock/store/replies.hpp>
+#include <rlock/store/string_layout.hpp>
 #include <rlock/store/string_store.hpp>
+#include <rlock/util/error.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
@@ -25,6 +27,27 @@
 namespace rlock::lock {
 
 using namespace quorum_parts;
+
+namespace {
+
+// The layout of `deployment.compat`'s style. The CLI refuses the styles
+// whose libraries keep their lock on one server.
+std::unique_ptr<LockLayout>
+layout_for(const Deployment& deployment) {
+  switch (deployment.compat.style) {
+  case LockStyle::rlock:
+    return rlock_layout(deployment.prefix);
+  case LockStyle::string:
+    return std::make_unique<StringLayout>(deployment.compat, deployment.prefix);
+  case LockStyle::shedlock:
+  case LockStyle::redisson:
+    break;
+  }
+  throw Error(ErrorKind::bad_input,
+              "this lock style is kept on one server only, not on a quorum");
+}
+
+} // namespace
 
 QuorumStore::QuorumStore(const Deployment& deployment)
     : m_deployment(deployment), m_layout(layout_for(deployment)),
