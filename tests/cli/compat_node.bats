@@ -248,6 +248,30 @@ key_exists() {
   [ "$(q_value 2 job)" = other ]
 }
 
+@test "quorum: the steps (acquire, status, check, extend, release) and a key of another type (69)" {
+  local token i
+  token=$(rl acquire --compat string "${Q_ARGS[@]}" -t 10s job)
+  for i in 1 2 3; do
+    [ "$(q_value "$i" job)" = "$token" ]
+  done
+  run rl status --compat string "${Q_ARGS[@]}" job
+  [ "$status" -eq 0 ]
+  [[ $output == *"job "*"3/3"*"value '${token:0:8}"* ]]
+  rl check --compat string "${Q_ARGS[@]}" job --token "$token"
+  rl extend --compat string "${Q_ARGS[@]}" -t 60s job --token "$token"
+  (($(q_cli 2 pttl job) > 30000))
+  run --separate-stderr redlock probe job "${Q_URLS[@]}"
+  [ "$output" = busy ]
+  rl release --compat string "${Q_ARGS[@]}" job --token "$token"
+  not q_has_on 1 job
+  q_cli 1 hset job f v >/dev/null
+  q_cli 2 hset job f v >/dev/null
+  run --separate-stderr rl --compat string "${Q_ARGS[@]}" -n job true
+  [ "$status" -eq 69 ]
+  [[ $stderr == *"holds a hash, not a string"* ]]
+  [ -z "$(q_value 3 job)" ]
+}
+
 @test "quorum: --compat shedlock and redisson with several --url: refused with 64, one line" {
   local style
   for style in shedlock redisson; do
