@@ -84,11 +84,15 @@ compat_of(const RawOptions& raw, const lock::Deployment& server) {
               "--once-per",
               text,
               "the application's library keeps no record of runs");
-  refuse_with(std::holds_alternative<lock::Quorum>(server.topology),
+  // The string style is kept on a quorum as redsync and node-redlock keep
+  // it; the others' libraries keep their lock on one server.
+  refuse_with(std::holds_alternative<lock::Quorum>(server.topology)
+                  && compat.style != lock::LockStyle::string,
               "several --url",
               text,
-              "a quorum of servers (Redlock) is not supported with --compat "
-              "yet; name one server, a Sentinel master or a Cluster");
+              "ShedLock and Redisson keep their lock on one server (Redisson's "
+              "RedLock is deprecated); name one server, a Sentinel master or "
+              "a Cluster, or use --compat string for a quorum");
   refuse_with(std::holds_alternative<lock::Cluster>(server.topology),
               "a redis+cluster:// URL",
               text,

@@ -12,6 +12,11 @@ namespace rlock::lock {
 std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
   const auto& topology = deployment.topology;
+  // A quorum keeps the lock in its style's layout (LockLayout): rlock's own
+  // or --compat string's (the CLI refuses the others on a quorum).
+  if (std::holds_alternative<Quorum>(topology)) {
+    return std::make_unique<QuorumStore>(deployment);
+  }
   switch (deployment.compat.style) {
   case LockStyle::rlock:
     break;
@@ -20,9 +25,6 @@ open_store(const Deployment& deployment) {
     return std::make_unique<StringStore>(deployment);
   case LockStyle::redisson:
     return std::make_unique<RedissonStore>(deployment);
-  }
-  if (std::holds_alternative<Quorum>(topology)) {
-    return std::make_unique<QuorumStore>(deployment);
   }
   if (std::holds_alternative<Cluster>(topology)) {
     return std::make_unique<ClusterStore>(deployment);

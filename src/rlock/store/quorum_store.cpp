@@ -13,6 +13,9 @@
 #include <rlock/store/quorum_store_parts.hpp>
 #include <rlock/store/quorum_wakeups.hpp>
 #include <rlock/store/replies.hpp>
+#include <rlock/store/string_layout.hpp>
+#include <rlock/store/string_store.hpp>
+#include <rlock/util/error.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
@@ -25,8 +28,29 @@ namespace rlock::lock {
 
 using namespace quorum_parts;
 
+namespace {
+
+// The layout of `deployment.compat`'s style. The CLI refuses the styles
+// whose libraries keep their lock on one server.
+std::unique_ptr<LockLayout>
+layout_for(const Deployment& deployment) {
+  switch (deployment.compat.style) {
+  case LockStyle::rlock:
+    return rlock_layout(deployment.prefix);
+  case LockStyle::string:
+    return std::make_unique<StringLayout>(deployment.compat, deployment.prefix);
+  case LockStyle::shedlock:
+  case LockStyle::redisson:
+    break;
+  }
+  throw Error(ErrorKind::bad_input,
+              "this lock style is kept on one server only, not on a quorum");
+}
+
+} // namespace
+
 QuorumStore::QuorumStore(const Deployment& deployment)
-    : m_deployment(deployment),
+    : m_deployment(deployment), m_layout(layout_for(deployment)),
       m_quorum(std::get<Quorum>(deployment.topology).quorum) {
   for (const auto& member : std::get<Quorum>(deployment.topology).members) {
     // One server or a Sentinel master, with what all the servers share.
@@ -35,6 +59,9 @@ QuorumStore::QuorumStore(const Deployment& deployment)
         [](const auto& where) -> Topology { return where; }, member.where);
     one.replicas = member.replicas;
     Member added;
+    if (deployment.compat.style == LockStyle::string) {
+      added.styled = std::make_unique<StringStore>(one);
+    }
     added.store = std::make_unique<RedisStore>(std::move(one));
     m_members.push_back(std::move(added));
   }
@@ -56,14 +83,15 @@ QuorumStore::another() const {
   return store;
 }
 
-LockKeys
-QuorumStore::keys(std::string_view name) const {
-  return m_members.front().store->keys(name);
+LockStore&
+QuorumStore::viewer(std::size_t member) const {
+  const auto& m = m_members[member];
+  return m.styled ? *m.styled : *m.store;
 }
 
 std::string
 QuorumStore::key_of(std::string_view name) const {
-  return keys(name).lock;
+  return m_layout->key_of(name);
 }
 
 std::vector<std::size_t>
@@ -100,12 +128,12 @@ std::vector<PeekResult>
 QuorumStore::peek_each(std::string_view name) {
   const std::string what = "cannot read lock " + quote(name);
   const auto answers =
-      round(all_members(), peek_call(keys(name)), round_time());
+      round(all_members(), m_layout->peek_call(name), round_time());
   require_quorum(answers, what);
   std::vector<PeekResult> looks;
   for (const auto& answer : answers) {
     if (answer.counts()) {
-      looks.push_back(decode_peek(*answer.reply, what));
+      looks.push_back(m_layout->decode_peek(*answer.reply, what));
     }
   }
   return looks;
@@ -150,7 +178,6 @@ QuorumStore::renew(std::string_view name,
                    const std::string& token,
                    Duration ttl,
                    RenewMode mode) {
-  const auto lock_keys = keys(name);
   std::vector<std::size_t> holders;
   for (const auto& [member, run_id] : m_granted) {
     holders.push_back(member);
@@ -159,8 +186,10 @@ QuorumStore::renew(std::string_view name,
     // `rlock extend` in a new process: every server that holds it counts.
     holders = all_members();
   }
-  auto answers = round(
-      holders, renew_call(lock_keys, token, ttl, mode), round_time(), true);
+  auto answers = round(holders,
+                       m_layout->renew_call(name, token, ttl, mode),
+                       round_time(),
+                       true);
   std::vector<quorum::RenewVote> votes;
   for (auto& answer : answers) {
     using Kind = quorum::RenewVote::Kind;
@@ -180,8 +209,8 @@ QuorumStore::renew(std::string_view name,
       votes.push_back({Kind::silent});
       continue;
     }
-    const auto renewal =
-        decode_renew(*answer.reply, "cannot renew lock " + quote(name));
+    const auto renewal = m_layout->decode_renew(
+        *answer.reply, "cannot renew lock " + quote(name));
     votes.push_back(
         renewal.held
             ? quorum::RenewVote{Kind::held, renewal.remaining_before_ms}
@@ -209,7 +238,7 @@ QuorumStore::release(std::string_view name, const std::string& token) {
   // A quorum's answers tell what there is to tell: a server that does not
   // answer in the time of an acquire's is left to its lease.
   const auto answers = round(all_members(),
-                             release_call(keys(name), token),
+                             m_layout->release_call(name, token, true),
                              round_time(),
                              false,
                              false,
@@ -222,9 +251,10 @@ QuorumStore::release(std::string_view name, const std::string& token) {
       ++silent;
       continue;
     }
-    released +=
-        decode_yes_no(*answer.reply, "cannot release lock " + quote(name)) ? 1
-                                                                           : 0;
+    released += m_layout->decode_release(*answer.reply,
+                                         "cannot release lock " + quote(name))
+                    ? 1
+                    : 0;
   }
   const auto standing = quorum::count_release(released, silent, m_quorum);
   if (standing == quorum::Standing::unknown) {
@@ -249,7 +279,8 @@ QuorumStore::release_quietly(std::string_view name,
                              const std::string& token) noexcept {
   try {
     // It may have been held: the waiters are woken.
-    round(all_members(), release_call(keys(name), token), k_undo_bound);
+    round(
+        all_members(), m_layout->release_call(name, token, true), k_undo_bound);
   } catch (...) {
     // The leases end by themselves.
   }
@@ -258,15 +289,15 @@ QuorumStore::release_quietly(std::string_view name,
 std::optional<Duration>
 QuorumStore::check(std::string_view name, const std::string& token) {
   const auto answers =
-      round(all_members(), check_call(keys(name), token), round_time());
+      round(all_members(), m_layout->check_call(name, token), round_time());
   std::vector<std::int64_t> left_ms;
   int lost = 0;
   for (const auto& answer : answers) {
     if (!answer.counts()) {
       continue;
     }
-    const auto left =
-        decode_check(*answer.reply, "cannot check lock " + quote(name));
+    const auto left = m_layout->decode_check(
+        *answer.reply, token, "cannot check lock " + quote(name));
     if (!left) {
       ++lost;
     } else {
@@ -291,7 +322,7 @@ QuorumStore::check(std::string_view name, const std::string& token) {
 std::optional<BrokenLock>
 QuorumStore::force_release(std::string_view name) {
   const auto answers =
-      round(all_members(), force_release_call(keys(name)), round_time());
+      round(all_members(), m_layout->force_release_call(name), round_time());
   require_quorum(answers, "cannot break lock " + quote(name));
   std::optional<BrokenLock> broken;
   for (const auto& answer : answers) {
@@ -300,8 +331,8 @@ QuorumStore::force_release(std::string_view name) {
                    + ": " + answer.failure->what());
       continue;
     }
-    if (auto found = decode_force_release(*answer.reply,
-                                          "cannot break lock " + quote(name));
+    if (auto found = m_layout->decode_force_release(
+            *answer.reply, "cannot break lock " + quote(name));
         found && !broken) {
       broken = std::move(found);
     }
@@ -311,14 +342,16 @@ QuorumStore::force_release(std::string_view name) {
 
 void
 QuorumStore::leave_queue(std::string_view name, const std::string& token) {
-  round(all_members(), leave_queue_call(keys(name), token), round_time());
+  if (const auto call = m_layout->leave_queue_call(name, token)) {
+    round(all_members(), *call, round_time());
+  }
 }
 
 Slot
 QuorumStore::current_slot(std::string_view name, Duration length) {
   const auto what = "cannot read the current slot of " + quote(name);
   const auto answers =
-      round(all_members(), slot_call(keys(name), length), round_time());
+      round(all_members(), m_layout->slot_call(name, length), round_time());
   require_quorum(answers, what);
   std::vector<Slot> slots;
   for (const auto& answer : answers) {
@@ -338,8 +371,9 @@ void
 QuorumStore::mark_slot_done(std::string_view name,
                             std::int64_t number,
                             Duration keep) {
-  const auto answers = round(
-      all_members(), mark_slot_call(keys(name), number, keep), round_time());
+  const auto answers = round(all_members(),
+                             m_layout->mark_slot_call(name, number, keep),
+                             round_time());
   const auto marked = std::count_if(
       answers.begin(), answers.end(), [](const auto& a) { return a.counts(); });
   if (marked < quorum::meets_every_quorum(static_cast<int>(m_members.size()),
@@ -352,14 +386,14 @@ QuorumStore::mark_slot_done(std::string_view name,
 
 std::unique_ptr<Wakeups>
 QuorumStore::watch(std::string_view name, const std::string& token) {
-  return watch_each(
-      name, [&](RedisStore& store) { return store.watch(name, token); });
+  return watch_each(name,
+                    [&](LockStore& store) { return store.watch(name, token); });
 }
 
 std::unique_ptr<Wakeups>
 QuorumStore::watch_releases(std::string_view name) {
   return watch_each(
-      name, [&](RedisStore& store) { return store.watch_releases(name); });
+      name, [&](LockStore& store) { return store.watch_releases(name); });
 }
 
 template <typename Open>
@@ -375,15 +409,15 @@ QuorumStore::watch_each(std::string_view name, Open&& open) {
       answers.back().failure = member.last_failure;
       continue;
     }
+    auto& store = viewer(i);
     try {
-      m_members[i].store->set_deadline(
-          boot_now() + std::min(step_time(), k_subscribe_bound));
-      sources.push_back(open(*m_members[i].store));
+      store.set_deadline(boot_now() + std::min(step_time(), k_subscribe_bound));
+      sources.push_back(open(store));
       answers.back().reply = redis::Reply{};
     } catch (const redis::Failure& failure) {
       answers.back().failure = failure;
     }
-    m_members[i].store->set_deadline(m_deadline);
+    store.set_deadline(m_deadline);
   }
   require_quorum(answers, "cannot watch lock " + quote(name));
   return std::make_unique<QuorumWakeups>(std::move(sources));

@@ -3,6 +3,7 @@
 #include <rlock/lock/deployment.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/fanout.hpp>
+#include <rlock/store/lock_layout.hpp>
 #include <rlock/store/protocol.hpp>
 #include <rlock/store/redis_store.hpp>
 #include <rlock/util/fd.hpp>
@@ -32,6 +33,10 @@ namespace rlock::lock {
 // highest of the granting servers', written back to the servers before the
 // acquire counts, so that the next holder's quorum, which shares a server
 // with this one, gets a higher one.
+//
+// The lock is kept in the layout of the deployment's style (LockLayout):
+// rlock's own, or the SET-NX family's (--compat string), as redsync and
+// node-redlock keep theirs on several servers.
 class QuorumStore final : public LockStore {
 public:
   explicit QuorumStore(const Deployment& deployment);
@@ -95,6 +100,9 @@ public:
 private:
   struct Member {
     std::unique_ptr<RedisStore> store;
+    // For a layout other than rlock's: the one-server store of the style,
+    // for the views of status and the waiters' wake-ups.
+    std::unique_ptr<LockStore> styled;
     // The run_id the server reported on the current connection ("" until
     // asked, or when it refused INFO).
     std::string run_id;
@@ -138,7 +146,7 @@ private:
   // Undoes an acquire on `members` (those that granted it or may have),
   // within a second; failures are left to the leases.
   void undo(const std::vector<std::size_t>& members,
-            const LockKeys& keys,
+            std::string_view name,
             const std::string& token,
             Duration bound);
   // Writes a fence back to `members` (raise_fence_call); true when enough
@@ -168,7 +176,8 @@ private:
   // start; returns why the start cannot be told, if it cannot.
   std::optional<redis::Failure>
   note_server(Member& member, redis::Connection& c, const redis::Reply& info);
-  LockKeys keys(std::string_view name) const;
+  // The store that shows `member`'s locks in the layout's style.
+  LockStore& viewer(std::size_t member) const;
   std::string store_address(std::size_t member) const;
   // An answer of `member`'s, with nothing in it yet.
   Answer answer_for(std::size_t member) const;
@@ -184,6 +193,7 @@ private:
                                  const std::vector<std::string>& errors) const;
 
   Deployment m_deployment;
+  std::unique_ptr<LockLayout> m_layout;
   int m_quorum = 0; // how many servers must agree
   std::vector<Member> m_members;
   std::optional<BootTime> m_deadline;

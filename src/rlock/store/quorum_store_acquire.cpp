@@ -19,15 +19,18 @@ namespace {
 
 // What a server's answer to an acquire says: for the count (`vote`) and,
 // when it says why not, for the waiter (`said`); why its start cannot be
-// told, when that keeps its grant from counting.
+// told, when that keeps its grant from counting; what its reply could not
+// be read as (a key of another type, for a layout that never takes one).
 struct Heard {
   quorum::AcquireAnswer vote;
   Busy said;
   std::optional<redis::Failure> unknown_start;
+  std::optional<redis::Failure> unreadable;
 };
 
 Heard
 hear_acquire(const QuorumStore::Answer& answer,
+             const LockLayout& layout,
              const RestartGrace& grace,
              const std::string& what) {
   using Kind = quorum::AcquireAnswer::Kind;
@@ -39,9 +42,10 @@ hear_acquire(const QuorumStore::Answer& answer,
   }
   AcquireAttempt attempt;
   try {
-    attempt = decode_acquire(*answer.reply, what);
-  } catch (const redis::Failure&) {
+    attempt = layout.decode_acquire(*answer.reply, what);
+  } catch (const redis::Failure& failure) {
     heard.vote.kind = Kind::no_answer;
+    heard.unreadable = failure;
     return heard;
   }
   // A server that will not say when it started may have restarted empty
@@ -90,27 +94,28 @@ busy_votes(const std::vector<Busy>& busy) {
 
 AcquireAttempt
 QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
-  const auto lock_keys = keys(request.name);
   const int quorum = m_quorum;
   const int servers = static_cast<int>(m_members.size());
   const std::string what = "cannot acquire lock " + quote(request.name);
   const Duration per_server = per_server_time(request.ttl);
   const BootTime sent = boot_now();
-  const auto answers =
-      round(all_members(),
-            acquire_call(
-                lock_keys, request.token, request.ttl, request.holder, entry),
-            per_server,
-            true);
+  const auto answers = round(
+      all_members(), m_layout->acquire_call(request, entry), per_server, true);
   std::vector<quorum::AcquireAnswer> votes;
   // Per answer: what it says when it says why not.
   std::vector<Busy> said;
   // The servers whose start cannot be told, while a grace is asked for.
   std::vector<redis::Failure> unknown;
+  // The replies that could not be read.
+  std::vector<redis::Failure> unreadable;
   for (const auto& answer : answers) {
-    auto heard = hear_acquire(answer, m_deployment.restart_grace, what);
+    auto heard =
+        hear_acquire(answer, *m_layout, m_deployment.restart_grace, what);
     if (heard.unknown_start) {
       unknown.push_back(*heard.unknown_start);
+    }
+    if (heard.unreadable) {
+      unreadable.push_back(*heard.unreadable);
     }
     votes.push_back(heard.vote);
     said.push_back(std::move(heard.said));
@@ -126,14 +131,15 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
     short_by = "too late to count";
   } else if (verdict.kind == quorum::AcquireVerdict::Kind::won) {
     if (raise_fence(reachable(answers),
-                    raise_fence_call(lock_keys, request.token, verdict.fence),
+                    m_layout->raise_fence_call(
+                        request.name, request.token, verdict.fence),
                     per_server)) {
       m_granted.clear();
       for (const auto member : tally.granted) {
         m_granted[member] = m_members[member].run_id;
       }
       m_splits = 0;
-      undo(verdict.undo, lock_keys, request.token, per_server);
+      undo(verdict.undo, request.name, request.token, per_server);
       Granted won;
       won.fence = verdict.fence;
       won.sent = sent;
@@ -145,7 +151,12 @@ QuorumStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
     short_by = "too few servers took its fence";
     verdict.undo = quorum::undo_all(tally);
   }
-  undo(verdict.undo, lock_keys, request.token, per_server);
+  undo(verdict.undo, request.name, request.token, per_server);
+  if (!unreadable.empty()) {
+    // A server that says the key is not a lock of this layout (or answers
+    // in another shape): never taken, and the user is told so.
+    throw unreadable.front();
+  }
   if (quorum::too_few_starts_known(tally, servers, quorum)) {
     // Too few servers can say when they started for any quorum to count.
     throw unknown.front();
@@ -190,6 +201,9 @@ QuorumStore::not_won(const std::vector<Busy>& busy,
                     + std::to_string(m_quorum)
                     + (short_by.empty() ? "" : ", but " + short_by) + ")";
   }
+  // A lock whose library sends no wake-up is looked at again (as on one
+  // server), whoever speaks for the servers.
+  result.polled = result.polled || m_layout->polled();
   result.retry_ms = quorum::not_won_retry_ms(votes, servers, m_quorum);
   if (result.retry_ms == 0) {
     // Enough servers are not held, but others asked at the same moment, or

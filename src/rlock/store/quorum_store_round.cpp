@@ -320,14 +320,14 @@ QuorumStore::require_quorum(const std::vector<Answer>& answers,
 
 void
 QuorumStore::undo(const std::vector<std::size_t>& members,
-                  const LockKeys& keys,
+                  std::string_view name,
                   const std::string& token,
                   Duration bound) {
   if (members.empty()) {
     return;
   }
   try {
-    round(members, release_call(keys, token, false), bound);
+    round(members, m_layout->release_call(name, token, false), bound);
   } catch (...) {
     // The leases end by themselves.
   }

@@ -12,12 +12,12 @@ using namespace quorum_parts;
 
 StatusSnapshot
 QuorumStore::read_locks(const std::vector<std::string>& names) {
-  return gather([&](RedisStore& store) { return store.read_locks(names); });
+  return gather([&](LockStore& store) { return store.read_locks(names); });
 }
 
 StatusSnapshot
 QuorumStore::list_locks(std::string_view match) {
-  return gather([&](RedisStore& store) { return store.list_locks(match); });
+  return gather([&](LockStore& store) { return store.list_locks(match); });
 }
 
 template <typename Read>
@@ -25,17 +25,18 @@ StatusSnapshot
 QuorumStore::gather(Read&& read) {
   std::vector<StatusSnapshot> snapshots;
   std::vector<std::string> errors;
-  for (auto& member : m_members) {
-    member.store->set_deadline(
-        m_deadline ? m_deadline : std::optional(boot_now() + k_status_bound));
+  for (std::size_t i = 0; i < m_members.size(); ++i) {
+    auto& store = viewer(i);
+    store.set_deadline(m_deadline ? m_deadline
+                                  : std::optional(boot_now() + k_status_bound));
     try {
-      snapshots.push_back(read(*member.store));
+      snapshots.push_back(read(store));
       errors.emplace_back();
     } catch (const redis::Failure& failure) {
       snapshots.emplace_back();
       errors.emplace_back(failure.what());
     }
-    member.store->set_deadline(m_deadline);
+    store.set_deadline(m_deadline);
   }
   return merge_snapshots(std::move(snapshots), errors);
 }
