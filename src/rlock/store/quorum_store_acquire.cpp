@@ -45,7 +45,11 @@ hear_acquire(const QuorumStore::Answer& answer,
     attempt = layout.decode_acquire(*answer.reply, what);
   } catch (const redis::Failure& failure) {
     heard.vote.kind = Kind::no_answer;
-    heard.unreadable = failure;
+    // An error reply counts as no answer, as before; only a reply of
+    // another shape (a key the layout never takes) is told to the user.
+    if (failure.failure_kind() == redis::FailureKind::unexpected_reply) {
+      heard.unreadable = failure;
+    }
     return heard;
   }
   // A server that will not say when it started may have restarted empty
