@@ -227,8 +227,6 @@ app() {
   run -64 rl --compat string --url "$RLOCK_URL" --url "redis://127.0.0.1:1/0" \
     --url "redis://127.0.0.1:2/0" -n job true
   [[ $output == *--url* ]]
-  run -64 rl --compat string --url "redis+cluster://127.0.0.1:$REDIS_PORT" -n job true
-  [[ $output == *Cluster* ]]
   run -64 rl status --compat string
   for step in acquire wait status; do
     run -64 rl "$step" --compat bogus job

@@ -89,11 +89,6 @@ compat_of(const RawOptions& raw, const lock::Deployment& server) {
               text,
               "a quorum of servers (Redlock) is not supported with --compat "
               "yet; name one server, a Sentinel master or a Cluster");
-  refuse_with(std::holds_alternative<lock::Cluster>(server.topology),
-              "a redis+cluster:// URL",
-              text,
-              "Redis Cluster is not supported with --compat yet; name one "
-              "server or a Sentinel master");
   return compat;
 }
 

@@ -12,6 +12,10 @@ namespace rlock::lock {
 std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
   const auto& topology = deployment.topology;
+  // On a Cluster, each master's store keeps the style's layout.
+  if (std::holds_alternative<Cluster>(topology)) {
+    return std::make_unique<ClusterStore>(deployment);
+  }
   switch (deployment.compat.style) {
   case LockStyle::rlock:
     break;
@@ -23,9 +27,6 @@ open_store(const Deployment& deployment) {
   }
   if (std::holds_alternative<Quorum>(topology)) {
     return std::make_unique<QuorumStore>(deployment);
-  }
-  if (std::holds_alternative<Cluster>(topology)) {
-    return std::make_unique<ClusterStore>(deployment);
   }
   // One server over TCP may be a Cluster node: the store finds out.
   const auto* single = std::get_if<Single>(&topology);
