@@ -160,31 +160,34 @@ hold() {
   run -0 redispy try "$name"
 }
 
-@test "--compat string: the key on its slot's master, rlock's fence and wake-up list beside it, no MOVED followed; a NAME with a '}' too" {
+@test "--compat string: the key on its slot's master, rlock's fence and wake-up list beside it, no MOVED followed; NAMEs holding braces too" {
   local port name stem fence
-  port=$(other_master "$SEED_PORT")
-  for stem in onmaster 'x}y'; do
-    name=$(key_on "$port" "$stem")
-    run --separate-stderr rl -v --compat string "$name" sh -c \
-      'echo "$RLOCK_FENCE"; redis-cli -p "$1" exists "$2"' _ "$port" "$name"
-    echo "$name: $output / $stderr"
-    [ "$status" -eq 0 ]
-    [[ ${lines[0]} =~ ^[0-9]+$ ]]
-    [ "${lines[1]}" = 1 ]
-    # Each step went straight to the slot's master.
-    [[ $stderr != *MOVED* ]]
-    # rlock's counter and the wake-up list its release pushed: on the same
-    # master, in NAME's slot.
-    if [[ $stem == onmaster ]]; then
-      fence="rlock:{$name}:fence"
-    else
-      # A '}' ends a tag: the keys carry a brace-free tag of NAME's slot.
-      fence=$(topology_cli "$port" --scan --pattern 'rlock:{slot-*}:fence' | head -n 1)
-    fi
-    [ "$(topology_cli "$port" get "$fence")" = "${lines[0]}" ]
-    [ "$(slot_of "$fence")" = "$(slot_of "$name")" ]
-    [ "$(exists_on "${fence%:fence}:wake" "$port")" = 1 ]
-    [ "$(exists_on "$name" "$port")" = 0 ]
+  # On every master; a NAME hashed whole that holds a '{' ("app{user0") or
+  # a '}' ("x}y0") has, in rlock's own layout, a key of another slot.
+  for port in $CLUSTER_MASTER_PORTS; do
+    for stem in plain 'app{user' 'x}y'; do
+      name=$(key_on "$port" "$stem")
+      run --separate-stderr rl -v --compat string "$name" sh -c \
+        'echo "$RLOCK_FENCE"; redis-cli -p "$1" exists "$2"' _ "$port" "$name"
+      echo "$name on $port: $output / $stderr"
+      [ "$status" -eq 0 ]
+      [[ ${lines[0]} =~ ^[0-9]+$ ]]
+      [ "${lines[1]}" = 1 ]
+      # Each step went straight to the slot's master.
+      [[ $stderr != *MOVED* ]]
+      # rlock's counter and the wake-up list its release pushed: on the
+      # same master, in NAME's slot.
+      if [[ $stem == 'x}y' ]]; then
+        # A '}' ends a tag: the keys carry a brace-free tag of NAME's slot.
+        fence=$(topology_cli "$port" --scan --pattern 'rlock:{slot-*}:fence' | head -n 1)
+      else
+        fence="rlock:{$name}:fence"
+      fi
+      [ "$(topology_cli "$port" get "$fence")" = "${lines[0]}" ]
+      [ "$(slot_of "$fence")" = "$(slot_of "$name")" ]
+      [ "$(exists_on "${fence%:fence}:wake" "$port")" = 1 ]
+      [ "$(exists_on "$name" "$port")" = 0 ]
+    done
   done
 }
 
