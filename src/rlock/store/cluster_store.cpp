@@ -167,6 +167,33 @@ ClusterStore::master_of(int slot) {
   return *master;
 }
 
+ClusterStore::Node
+ClusterStore::make_node(Deployment deployment) {
+  Node node;
+  switch (deployment.compat.style) {
+  case LockStyle::rlock: {
+    auto store = std::make_unique<RedisStore>(std::move(deployment), true);
+    node.redis = store.get();
+    node.store = std::move(store);
+    break;
+  }
+  case LockStyle::string:
+  case LockStyle::shedlock: {
+    auto store = std::make_unique<StringStore>(std::move(deployment), true);
+    node.redis = &store->redis();
+    node.store = std::move(store);
+    break;
+  }
+  case LockStyle::redisson: {
+    auto store = std::make_unique<RedissonStore>(deployment, true);
+    node.redis = &store->redis();
+    node.store = std::move(store);
+    break;
+  }
+  }
+  return node;
+}
+
 ClusterStore::Node&
 ClusterStore::store_on(const redis::HostPort& master) {
   auto& node = m_stores[master.address()];
@@ -174,27 +201,7 @@ ClusterStore::store_on(const redis::HostPort& master) {
     Deployment deployment = m_deployment;
     deployment.topology =
         Single{std::get<Cluster>(m_deployment.topology).seeds.node(master)};
-    switch (deployment.compat.style) {
-    case LockStyle::rlock: {
-      auto store = std::make_unique<RedisStore>(std::move(deployment), true);
-      node.redis = store.get();
-      node.store = std::move(store);
-      break;
-    }
-    case LockStyle::string:
-    case LockStyle::shedlock: {
-      auto store = std::make_unique<StringStore>(std::move(deployment), true);
-      node.redis = &store->redis();
-      node.store = std::move(store);
-      break;
-    }
-    case LockStyle::redisson: {
-      auto store = std::make_unique<RedissonStore>(deployment, true);
-      node.redis = &store->redis();
-      node.store = std::move(store);
-      break;
-    }
-    }
+    node = make_node(std::move(deployment));
     node.store->set_deadline(m_deadline);
   }
   node.redis->require_replicas(m_required_replicas);

@@ -99,6 +99,9 @@ private:
   // Returns the master that serves `slot` (where a MOVED sent it, else as
   // the map says); throws Failure (not_master) when none does.
   redis::HostPort master_of(int slot);
+  // Returns the stores on one master, `deployment` (a Single), for the
+  // deployment's lock style.
+  static Node make_node(Deployment deployment);
   // Returns the stores on `master`, made at first use.
   Node& store_on(const redis::HostPort& master);
 
