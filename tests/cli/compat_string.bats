@@ -232,8 +232,6 @@ app() {
   run -64 rl --compat shedlock --url "$RLOCK_URL" --url "redis://127.0.0.1:1/0" \
     --url "redis://127.0.0.1:2/0" -n job true
   [[ $output == *--url*"one server"* ]]
-  run -64 rl --compat string --url "redis+cluster://127.0.0.1:$REDIS_PORT" -n job true
-  [[ $output == *Cluster* ]]
   run -64 rl status --compat string
   [[ $output == "rlock: --compat string: status needs the lock's NAME"* ]]
   [[ $(echo "$output" | wc -l) == 1 ]]

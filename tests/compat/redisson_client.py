@@ -29,6 +29,18 @@ wire protocol from Redisson's source, redisson/redisson at commit
       getPublishCommand(): SPUBLISH when sharded pub/sub is in use (a
       Cluster), else PUBLISH (--sharded here)
 
+  redisson/src/main/java/org/redisson/connection/ClusterConnectionManager.java
+  redisson/src/main/java/org/redisson/config/ClusterServersConfig.java
+      on a Cluster, shardedSubscriptionMode AUTO: sharded pub/sub when
+      PUBSUB SHARDNUMSUB answers (Redis 7), so unlock SPUBLISHes and the
+      waiters SSUBSCRIBE (PublishSubscribeService.subscribeNoTimeout) on
+      the channel's slot's node
+
+URL is a redis:// URL, or redis+cluster://HOST:PORT[,...] (as rlock's): the
+lock's scripts then go through redis-py's RedisCluster to NAME's master,
+and the subscription to the master of the channel's slot (--sharded for
+Redisson's sharded mode).
+
 Usage:
   redisson_client.py URL NAME try [--wait S] [--hold S] [--watchdog MS]
       tryLock(wait) with the watchdog, hold for S seconds renewing, unlock.
@@ -112,9 +124,42 @@ def say(line):
     print(line, flush=True)
 
 
+def connect(url):
+    """The client for URL: redis-py's RedisCluster for a redis+cluster://
+    URL (seeded by its first node), else redis.Redis."""
+    cluster = "redis+cluster://"
+    if not url.startswith(cluster):
+        return redis.Redis.from_url(url)
+    from redis.cluster import RedisCluster
+    seed = url[len(cluster):].split(",")[0].split("/")[0]
+    host, port = seed.rsplit(":", 1)
+    return RedisCluster(host=host, port=int(port))
+
+
+class ShardedPubSub:
+    """SSUBSCRIBE on a connection of its own: redis-py 4.3.4's PubSub knows
+    no shard channels (its get_message() waits for a SUBSCRIBE first)."""
+
+    def __init__(self, client):
+        self.conn = client.connection_pool.get_connection("SSUBSCRIBE")
+
+    def ssubscribe(self, channel):
+        self.conn.send_command("SSUBSCRIBE", channel)
+
+    def get_message(self, timeout):
+        if not self.conn.can_read(timeout=timeout):
+            return None
+        reply = self.conn.read_response()
+        return {"type": reply[0].decode(), "channel": reply[1],
+                "data": reply[2]}
+
+    def close(self):
+        self.conn.disconnect()
+
+
 class Lock:
     def __init__(self, url, name, watchdog_ms, sharded):
-        self.r = redis.Redis.from_url(url)
+        self.r = connect(url)
         self.name = name
         self.channel = prefix_name("redisson_lock__channel", name)
         self.lease_ms = watchdog_ms
@@ -139,10 +184,11 @@ class Lock:
         if left_ms <= 0:
             return False, None
         # subscribe(threadId): the latch is released by each UNLOCK_MESSAGE.
-        pubsub = self.r.pubsub()
         if self.sharded:
-            pubsub.execute_command("SSUBSCRIBE", self.channel)
+            pubsub = ShardedPubSub(self.subscriber())
+            pubsub.ssubscribe(self.channel)
         else:
+            pubsub = self.subscriber().pubsub()
             pubsub.subscribe(self.channel)
         # Wait for the subscription to be confirmed, as subscribeFuture.get().
         while True:
@@ -177,6 +223,14 @@ class Lock:
                         break
         finally:
             pubsub.close()
+
+    def subscriber(self):
+        """The server to subscribe on: the master of the channel's slot on
+        a Cluster (which SSUBSCRIBE needs), else the one server."""
+        if not hasattr(self.r, "get_node_from_key"):
+            return self.r
+        node = self.r.get_node_from_key(self.channel)
+        return redis.Redis(host=node.host, port=node.port)
 
     def renew(self):
         got = self.r.eval(RENEW_SCRIPT, 1, self.name, self.lease_ms,

@@ -36,8 +36,27 @@ TEST_CASE("check_subscribed takes a SUBSCRIBE confirmation only") {
                     "cannot subscribe on a:1: NOPERM no channel for you");
 }
 
+TEST_CASE("check_subscribed with ssubscribe: an SSUBSCRIBE confirmation") {
+  CHECK_NOTHROW(
+      redis::check_subscribed(push("ssubscribe"), "a:1", "ssubscribe"));
+  CHECK_THROWS_WITH(
+      redis::check_subscribed(push("subscribe"), "a:1", "ssubscribe"),
+      "unexpected reply to SSUBSCRIBE from a:1");
+  Reply moved;
+  moved.type = Reply::Type::error;
+  moved.text = "MOVED 3999 127.0.0.1:7001";
+  try {
+    redis::check_subscribed(moved, "a:1", "ssubscribe");
+    FAIL("no throw");
+  } catch (const redis::Failure& failure) {
+    CHECK(failure.server_code() == "MOVED");
+  }
+}
+
 TEST_CASE("is_message: a message pushed on a channel") {
   CHECK(redis::is_message(push("message")));
+  CHECK(redis::is_message(push("smessage")));
+  CHECK_FALSE(redis::is_message(push("ssubscribe")));
   CHECK_FALSE(redis::is_message(push("subscribe")));
   CHECK_FALSE(redis::is_message(bulk("message")));
   auto status = push("message");

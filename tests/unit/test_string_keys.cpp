@@ -21,14 +21,27 @@ TEST_CASE("shedlock style: job-lock:ENV:NAME") {
 
 TEST_CASE("rlock's keys share the foreign key's Cluster slot") {
   const Compat string{LockStyle::string, "default"};
-  // (A NAME with no hash tag but a "}" has no such key: --compat refuses
-  // Cluster for now.)
-  for (const char* name : {"job", "a{tag}b", "{x}", "a{b", "a b"}) {
-    const auto keys = string_keys_for(string, "rlock:", name);
+  const Compat shed{LockStyle::shedlock, "default"};
+  // A NAME hashed whole that holds a "}" cannot be a tag: a brace-free tag
+  // of its slot stands for it.
+  for (const char* name :
+       {"job", "a{tag}b", "{x}", "a{b", "a b", "x}y", "a{}b", "}{", "{}"}) {
     INFO(name);
+    const auto keys = string_keys_for(string, "rlock:", name);
     CHECK(rlock::redis::key_slot(keys.wake) == rlock::redis::key_slot(name));
     CHECK(rlock::redis::key_slot(keys.fence) == rlock::redis::key_slot(name));
+    const auto shed_keys = string_keys_for(shed, "rlock:", name);
+    CHECK(rlock::redis::key_slot(shed_keys.fence)
+          == rlock::redis::key_slot(shed_keys.lock));
   }
+}
+
+TEST_CASE("side_key_stem: the key's tag, the key as the tag, or its slot's") {
+  CHECK(side_key_stem("rlock:", "job") == "rlock:{job}");
+  CHECK(side_key_stem("rlock:", "a{t}b") == "rlock:a{t}b");
+  const auto stem = side_key_stem("rlock:", "x}y");
+  CHECK(stem.starts_with("rlock:{slot-"));
+  CHECK(rlock::redis::key_slot(stem) == rlock::redis::key_slot("x}y"));
 }
 
 TEST_CASE("ShedLock's value: ADDED:<ISO instant>@<host>") {

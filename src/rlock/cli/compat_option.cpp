@@ -93,11 +93,6 @@ compat_of(const RawOptions& raw, const lock::Deployment& server) {
               "ShedLock and Redisson keep their lock on one server (Redisson's "
               "RedLock is deprecated); name one server, a Sentinel master or "
               "a Cluster, or use --compat string for a quorum");
-  refuse_with(std::holds_alternative<lock::Cluster>(server.topology),
-              "a redis+cluster:// URL",
-              text,
-              "Redis Cluster is not supported with --compat yet; name one "
-              "server or a Sentinel master");
   return compat;
 }
 

@@ -4,6 +4,8 @@
 
 #include <poll.h>
 
+#include <utility>
+
 namespace rlock::redis {
 
 namespace {
@@ -43,22 +45,55 @@ each_arrived_reply(Connection& connection, Each&& each) {
 
 } // namespace
 
-Subscription::Subscription(Connection connection)
-    : m_connection(std::move(connection)) {
+Subscription::Subscription(Connection connection, int early_messages)
+    : m_connection(std::move(connection)), m_early_messages(early_messages) {
 }
 
 Subscription
 Subscription::open(const Endpoint& endpoint,
                    const ConnectOptions& options,
-                   const std::vector<std::string>& channels) {
+                   const std::vector<std::string>& channels,
+                   const std::vector<std::string>& shard_channels) {
   auto connection = Connection::open(endpoint, options);
-  std::vector<std::string> command{"SUBSCRIBE"};
-  command.insert(command.end(), channels.begin(), channels.end());
-  connection.append(command);
-  for (std::size_t i = 0; i < channels.size(); ++i) {
-    check_subscribed(connection.read_reply(), connection.address());
+  const auto subscribe = [&](std::string verb,
+                             const std::vector<std::string>& names) {
+    if (!names.empty()) {
+      std::vector<std::string> command{std::move(verb)};
+      command.insert(command.end(), names.begin(), names.end());
+      connection.append(command);
+    }
+  };
+  // SSUBSCRIBE first: a server that does not know it says so before the
+  // connection is in subscriber mode, where it would refuse it anyway.
+  subscribe("SSUBSCRIBE", shard_channels);
+  subscribe("SUBSCRIBE", channels);
+  std::size_t shards_left = shard_channels.size();
+  if (shards_left > 0) {
+    const auto first = connection.read_reply();
+    if (first.is_error() && is_unknown_command(first.text)) {
+      shards_left = 0;
+    } else {
+      check_subscribed(first, connection.address(), "ssubscribe");
+      --shards_left;
+    }
   }
-  return Subscription(std::move(connection));
+  // Once one channel is confirmed, a message may come before the next
+  // confirmation: it counts as a wake-up.
+  int early = 0;
+  std::size_t left = channels.size();
+  while (shards_left + left > 0) {
+    const auto reply = connection.read_reply();
+    if (is_message(reply)) {
+      ++early;
+    } else if (shards_left > 0) {
+      check_subscribed(reply, connection.address(), "ssubscribe");
+      --shards_left;
+    } else {
+      check_subscribed(reply, connection.address());
+      --left;
+    }
+  }
+  return Subscription(std::move(connection), early);
 }
 
 int
@@ -68,7 +103,7 @@ Subscription::fd() const {
 
 int
 Subscription::take_messages() {
-  int messages = 0;
+  int messages = std::exchange(m_early_messages, 0);
   each_arrived_reply(m_connection, [&](const Reply& reply) {
     messages += is_message(reply) ? 1 : 0;
   });
@@ -124,11 +159,16 @@ WakeList::take() {
 }
 
 void
-check_subscribed(const Reply& reply, const std::string& address) {
+check_subscribed(const Reply& reply,
+                 const std::string& address,
+                 std::string_view kind) {
   throw_if_error(reply, "cannot subscribe on " + address);
-  if (!is_push(reply, "subscribe")) {
-    throw Failure(FailureKind::unexpected_reply,
-                  "unexpected reply to SUBSCRIBE from " + address);
+  if (!is_push(reply, kind)) {
+    throw Failure(
+        FailureKind::unexpected_reply,
+        "unexpected reply to "
+            + std::string(kind == "subscribe" ? "SUBSCRIBE" : "SSUBSCRIBE")
+            + " from " + address);
   }
 }
 
@@ -144,7 +184,7 @@ popped_by(const Reply& reply, const std::string& where) {
 
 bool
 is_message(const Reply& reply) {
-  return is_push(reply, "message");
+  return is_push(reply, "message") || is_push(reply, "smessage");
 }
 
 } // namespace rlock::redis

@@ -3,20 +3,26 @@
 #include <rlock/redis/connection.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlock::redis {
 
-// A connection in subscriber mode, listening on a few channels. Wait for
-// fd() to turn readable, then ask take_messages().
+// A connection in subscriber mode, listening on a few channels (SUBSCRIBE)
+// and, on a Redis Cluster node, on a few shard channels (SSUBSCRIBE: what
+// SPUBLISH reaches, on the shard of the channel's slot only). Wait for fd()
+// to turn readable, then ask take_messages().
 class Subscription {
 public:
   // Connects and subscribes; returns once the server confirmed every channel,
-  // so no message published after that can be missed. Throws Error
-  // (unavailable).
+  // so no message published after that can be missed. A server that does
+  // not know SSUBSCRIBE (before Redis 7) listens on `channels` only; one
+  // that does not serve a shard channel's slot answers MOVED (Failure).
+  // Throws Error (unavailable).
   static Subscription open(const Endpoint& endpoint,
                            const ConnectOptions& options,
-                           const std::vector<std::string>& channels);
+                           const std::vector<std::string>& channels,
+                           const std::vector<std::string>& shard_channels = {});
 
   // Returns the socket, to wait on with poll(2).
   int fd() const;
@@ -26,9 +32,10 @@ public:
   int take_messages();
 
 private:
-  explicit Subscription(Connection connection);
+  Subscription(Connection connection, int early_messages);
 
   Connection m_connection;
+  int m_early_messages = 0; // arrived before every channel was confirmed
 };
 
 // A connection blocked in BLPOP on a few lists: each element pushed onto one
@@ -66,8 +73,10 @@ private:
 };
 
 // Throws Error (unavailable) unless `reply`, from the server at `address`,
-// confirms a SUBSCRIBE.
-void check_subscribed(const Reply& reply, const std::string& address);
+// confirms a SUBSCRIBE (or, with `kind` "ssubscribe", an SSUBSCRIBE).
+void check_subscribed(const Reply& reply,
+                      const std::string& address,
+                      std::string_view kind = "subscribe");
 
 // Returns 1 when `reply`, to a BLPOP on what `where` names, is an
 // element popped, 0 when it is nil (a timeout). Throws Failure (closed) when
@@ -76,7 +85,8 @@ void check_subscribed(const Reply& reply, const std::string& address);
 // server's error for any other error reply (NOPERM...).
 int popped_by(const Reply& reply, const std::string& where);
 
-// Returns true when `reply` is a message published on a channel.
+// Returns true when `reply` is a message published on a channel, or on a
+// shard channel ("smessage").
 bool is_message(const Reply& reply);
 
 } // namespace rlock::redis

@@ -1,6 +1,8 @@
 #include <rlock/lock/cluster_retry.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/store/cluster_store.hpp>
+#include <rlock/store/redisson_store.hpp>
+#include <rlock/store/string_store.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -75,8 +77,19 @@ ClusterStore::keys(std::string_view name) const {
   return keys_for(KeySpace{m_deployment.prefix, true}, name);
 }
 
+// The application's key with --compat (as StringStore and RedissonStore
+// name it): its slot is the lock's.
 std::string
 ClusterStore::key_of(std::string_view name) const {
+  switch (m_deployment.compat.style) {
+  case LockStyle::rlock:
+    break;
+  case LockStyle::string:
+  case LockStyle::shedlock:
+    return string_keys_for(m_deployment.compat, m_deployment.prefix, name).lock;
+  case LockStyle::redisson:
+    return std::string(name);
+  }
   return keys(name).lock;
 }
 
@@ -154,18 +167,45 @@ ClusterStore::master_of(int slot) {
   return *master;
 }
 
-RedisStore&
-ClusterStore::store_on(const redis::HostPort& master) {
-  auto& store = m_stores[master.address()];
-  if (!store) {
-    Deployment node = m_deployment;
-    node.topology =
-        Single{std::get<Cluster>(m_deployment.topology).seeds.node(master)};
-    store = std::make_unique<RedisStore>(std::move(node), true);
-    store->set_deadline(m_deadline);
+ClusterStore::Node
+ClusterStore::make_node(Deployment deployment) {
+  Node node;
+  switch (deployment.compat.style) {
+  case LockStyle::rlock: {
+    auto store = std::make_unique<RedisStore>(std::move(deployment), true);
+    node.redis = store.get();
+    node.store = std::move(store);
+    break;
   }
-  store->require_replicas(m_required_replicas);
-  return *store;
+  case LockStyle::string:
+  case LockStyle::shedlock: {
+    auto store = std::make_unique<StringStore>(std::move(deployment), true);
+    node.redis = &store->redis();
+    node.store = std::move(store);
+    break;
+  }
+  case LockStyle::redisson: {
+    auto store = std::make_unique<RedissonStore>(deployment, true);
+    node.redis = &store->redis();
+    node.store = std::move(store);
+    break;
+  }
+  }
+  return node;
+}
+
+ClusterStore::Node&
+ClusterStore::store_on(const redis::HostPort& master) {
+  auto& node = m_stores[master.address()];
+  if (!node.store) {
+    Deployment deployment = m_deployment;
+    deployment.topology =
+        Single{std::get<Cluster>(m_deployment.topology).seeds.node(master)};
+    node = make_node(std::move(deployment));
+    node.store->set_deadline(m_deadline);
+  }
+  node.redis->require_replicas(m_required_replicas);
+  return node;
 }
 
 // MOVED, ASK and TRYAGAIN say the command did not run: asking again (where
@@ -180,15 +220,15 @@ ClusterStore::routed(std::string_view name, Step&& step) {
   for (int tries = 1;; ++tries) {
     const bool redirected = retry.action == Action::follow;
     const auto node = redirected ? retry.target : master_of(slot);
-    auto& store = store_on(node);
+    auto& stores = store_on(node);
     m_last = node.address();
     try {
       if (redirected && retry.asking) {
-        store.ask_next();
+        stores.redis->ask_next();
       }
-      auto result = step(store, node, slot);
+      auto result = step(*stores.store, node, slot);
       if (!m_required_replicas) {
-        m_required_replicas = store.required_replicas();
+        m_required_replicas = stores.redis->required_replicas();
       }
       return result;
     } catch (const redis::Failure& failure) {
@@ -243,7 +283,7 @@ ClusterStore::routed(std::string_view name, Step&& step) {
 
 AcquireAttempt
 ClusterStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
-  return routed(request.name, [&](RedisStore& store, auto&&, int) {
+  return routed(request.name, [&](LockStore& store, auto&&, int) {
     return store.acquire(request, entry);
   });
 }
@@ -251,12 +291,12 @@ ClusterStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
 PeekResult
 ClusterStore::peek(std::string_view name) {
   return routed(
-      name, [&](RedisStore& store, auto&&, int) { return store.peek(name); });
+      name, [&](LockStore& store, auto&&, int) { return store.peek(name); });
 }
 
 std::int64_t
 ClusterStore::lease_remaining_ms(std::string_view name) {
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.lease_remaining_ms(name);
   });
 }
@@ -266,14 +306,14 @@ ClusterStore::renew(std::string_view name,
                     const std::string& token,
                     Duration ttl,
                     RenewMode mode) {
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.renew(name, token, ttl, mode);
   });
 }
 
 bool
 ClusterStore::release(std::string_view name, const std::string& token) {
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.release(name, token);
   });
 }
@@ -286,7 +326,7 @@ ClusterStore::release_quietly(std::string_view name,
     // has one.
     if (const auto* master =
             m_map ? m_map->master_of(slot_of(name)) : nullptr) {
-      store_on(*master).release_quietly(name, token);
+      store_on(*master).store->release_quietly(name, token);
     }
   } catch (...) {
     // The lease expires by itself.
@@ -295,21 +335,21 @@ ClusterStore::release_quietly(std::string_view name,
 
 std::optional<Duration>
 ClusterStore::check(std::string_view name, const std::string& token) {
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.check(name, token);
   });
 }
 
 std::optional<BrokenLock>
 ClusterStore::force_release(std::string_view name) {
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.force_release(name);
   });
 }
 
 void
 ClusterStore::leave_queue(std::string_view name, const std::string& token) {
-  routed(name, [&](RedisStore& store, auto&&, int) {
+  routed(name, [&](LockStore& store, auto&&, int) {
     store.leave_queue(name, token);
     return true;
   });
@@ -317,7 +357,7 @@ ClusterStore::leave_queue(std::string_view name, const std::string& token) {
 
 Slot
 ClusterStore::current_slot(std::string_view name, Duration length) {
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.current_slot(name, length);
   });
 }
@@ -326,7 +366,7 @@ void
 ClusterStore::mark_slot_done(std::string_view name,
                              std::int64_t number,
                              Duration keep) {
-  routed(name, [&](RedisStore& store, auto&&, int) {
+  routed(name, [&](LockStore& store, auto&&, int) {
     store.mark_slot_done(name, number, keep);
     return true;
   });
@@ -338,7 +378,7 @@ ClusterStore::read_locks(const std::vector<std::string>& names) {
   StatusSnapshot snapshot;
   for (const auto& name : names) {
     auto one = routed(
-        name, [&](RedisStore& store, const redis::HostPort& node, int slot) {
+        name, [&](LockStore& store, const redis::HostPort& node, int slot) {
           auto read = store.read_locks({name});
           take_stamp(read.locks.front(), node, slot);
           return read;
@@ -360,7 +400,7 @@ ClusterStore::list_locks(std::string_view match) {
   std::string reasons;
   for (const auto& master : map().masters()) {
     try {
-      auto part = store_on(master).list_locks(match);
+      auto part = store_on(master).store->list_locks(match);
       if (!answered) {
         snapshot.server_now_ms = part.server_now_ms;
         answered = true;
@@ -404,7 +444,7 @@ ClusterStore::examine() {
   std::optional<redis::Failure> first_failure;
   for (const auto& master : map().masters()) {
     try {
-      auto each = store_on(master).examine();
+      auto each = store_on(master).redis->examine();
       facts.insert(facts.end(), each.begin(), each.end());
     } catch (const redis::Failure& failure) {
       if (!first_failure) {
@@ -425,7 +465,7 @@ ClusterStore::deployment_state() {
   for (const auto& master : m_map->masters()) {
     ClusterShardState shard;
     try {
-      shard = store_on(master).describe_cluster_node();
+      shard = store_on(master).redis->describe_cluster_node();
     } catch (const redis::Failure& failure) {
       shard.master = master.address();
       shard.error = failure.what();
@@ -446,7 +486,7 @@ std::unique_ptr<Wakeups>
 ClusterStore::watch(std::string_view name, const std::string& token) {
   // The lists live on the slot's master: when the slot moves, the server
   // ends the wait with MOVED, and the waiter looks and watches again.
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.watch(name, token);
   });
 }
@@ -454,8 +494,11 @@ ClusterStore::watch(std::string_view name, const std::string& token) {
 std::unique_ptr<Wakeups>
 ClusterStore::watch_releases(std::string_view name) {
   // PUBLISH reaches every node of a cluster, so a subscription on the
-  // master of now keeps hearing releases after the slot moves.
-  return routed(name, [&](RedisStore& store, auto&&, int) {
+  // master of now keeps hearing releases after the slot moves. SPUBLISH
+  // (Redisson's, with --compat redisson) reaches the slot's shard only:
+  // after a move the waiter hears it no more, and looks again when the
+  // lease should have ended.
+  return routed(name, [&](LockStore& store, auto&&, int) {
     return store.watch_releases(name);
   });
 }
@@ -467,29 +510,30 @@ ClusterStore::connect() {
 
 void
 ClusterStore::disconnect() {
-  for (auto& [address, store] : m_stores) {
-    store->disconnect();
+  for (auto& [address, node] : m_stores) {
+    node.store->disconnect();
   }
 }
 
 void
 ClusterStore::set_deadline(std::optional<BootTime> deadline) {
   m_deadline = deadline;
-  for (auto& [address, store] : m_stores) {
-    store->set_deadline(deadline);
+  for (auto& [address, node] : m_stores) {
+    node.store->set_deadline(deadline);
   }
 }
 
 int
 ClusterStore::idle_fd() const {
   const auto found = m_stores.find(m_last);
-  return found == m_stores.end() ? -1 : found->second->idle_fd();
+  return found == m_stores.end() ? -1 : found->second.redis->idle_fd();
 }
 
 bool
 ClusterStore::idle_connection_broken() {
   const auto found = m_stores.find(m_last);
-  return found != m_stores.end() && found->second->idle_connection_broken();
+  return found != m_stores.end()
+         && found->second.redis->idle_connection_broken();
 }
 
 } // namespace rlock::lock

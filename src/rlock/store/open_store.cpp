@@ -13,9 +13,13 @@ std::unique_ptr<LockStore>
 open_store(const Deployment& deployment) {
   const auto& topology = deployment.topology;
   // A quorum keeps the lock in its style's layout (LockLayout): rlock's own
-  // or --compat string's (the CLI refuses the others on a quorum).
+  // or --compat string's (the CLI refuses the others on a quorum). On a
+  // Cluster, each master's store keeps the style's layout.
   if (std::holds_alternative<Quorum>(topology)) {
     return std::make_unique<QuorumStore>(deployment);
+  }
+  if (std::holds_alternative<Cluster>(topology)) {
+    return std::make_unique<ClusterStore>(deployment);
   }
   switch (deployment.compat.style) {
   case LockStyle::rlock:
@@ -25,9 +29,6 @@ open_store(const Deployment& deployment) {
     return std::make_unique<StringStore>(deployment);
   case LockStyle::redisson:
     return std::make_unique<RedissonStore>(deployment);
-  }
-  if (std::holds_alternative<Cluster>(topology)) {
-    return std::make_unique<ClusterStore>(deployment);
   }
   // One server over TCP may be a Cluster node: the store finds out.
   const auto* single = std::get_if<Single>(&topology);

@@ -481,9 +481,11 @@ RedisStore::watch_releases(std::string_view name) {
 }
 
 redis::Subscription
-RedisStore::subscribe_to(const std::vector<std::string>& channels) {
+RedisStore::subscribe_to(const std::vector<std::string>& channels,
+                         const std::vector<std::string>& shard_channels) {
   const auto options = bounded_options();
-  return redis::Subscription::open(locate(options), options, channels);
+  return redis::Subscription::open(
+      locate(options), options, channels, shard_channels);
 }
 
 void
@@ -526,7 +528,11 @@ RedisStore::idle_connection_broken() {
 redis::Connection&
 RedisStore::session() {
   try {
-    return connection();
+    // An ASK redirection's ASKING goes with each command of the step that
+    // asks for the session now, and with none after it.
+    auto& c = connection();
+    c.set_asking(std::exchange(m_asking, false));
+    return c;
   } catch (...) {
     m_connection.reset();
     throw;

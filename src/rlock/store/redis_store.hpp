@@ -72,8 +72,9 @@ public:
 
   // For a store that drives the connection itself (QuorumStore's fan-out):
   // returns it, made now if there is none (with Sentinel: to the master
-  // named now), bounded by the deadline. Throws Failure. disconnect() after
-  // an exchange on it failed.
+  // named now), bounded by the deadline, sending ASKING before each command
+  // when ask_next() asked for it. Throws Failure. disconnect() after an
+  // exchange on it failed.
   redis::Connection& session();
 
   // For QuorumStore: takes `connection`, opened by the caller on this
@@ -99,10 +100,13 @@ public:
   // the first call as by the first acquire.
   int replicas_to_confirm(redis::Connection& c);
 
-  // Subscribes to `channels` on this store's server (with Sentinel: the
-  // master named now), for a lock style that hears its releases there
-  // (store/redisson_store.cpp). Throws Failure.
-  redis::Subscription subscribe_to(const std::vector<std::string>& channels);
+  // Subscribes to `channels` and the shard channels `shard_channels` on
+  // this store's server (with Sentinel: the master named now), for a lock
+  // style that hears its releases there (store/redisson_store.cpp). Throws
+  // Failure.
+  redis::Subscription
+  subscribe_to(const std::vector<std::string>& channels,
+               const std::vector<std::string>& shard_channels = {});
 
   // Returns the keys of lock `name`.
   LockKeys keys(std::string_view name) const;

@@ -3,6 +3,7 @@
 #include <rlock/redis/subscription.hpp>
 #include <rlock/store/protocol.hpp>
 #include <rlock/store/redisson_store.hpp>
+#include <rlock/store/string_store.hpp>
 #include <rlock/store/wakeups.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>
@@ -123,32 +124,37 @@ refuse(const std::string& what) {
   throw Error(ErrorKind::bad_input, "Redisson's lock layout has no " + what);
 }
 
+// A Cluster's steps go through ClusterStore, which makes a RedissonStore
+// for each master (a `cluster_node`).
 std::unique_ptr<RedisStore>
-inner_store(const Deployment& deployment) {
+inner_store(const Deployment& deployment, bool cluster_node) {
   if (std::holds_alternative<Cluster>(deployment.topology)
       || std::holds_alternative<Quorum>(deployment.topology)) {
     throw Error(ErrorKind::bad_input,
-                "Redisson's lock layout is kept here on one server or a "
-                "Sentinel master only, not on a Redis Cluster or a quorum of "
-                "servers");
+                "Redisson's lock layout is kept here on one server, a "
+                "Sentinel master or one master of a Redis Cluster, not on a "
+                "quorum of servers");
   }
-  return std::make_unique<RedisStore>(deployment);
+  return std::make_unique<RedisStore>(deployment, cluster_node);
 }
 
 } // namespace
 
-RedissonStore::RedissonStore(const Deployment& deployment)
-    : RedissonStore(deployment, inner_store(deployment)) {
+RedissonStore::RedissonStore(const Deployment& deployment, bool cluster_node)
+    : RedissonStore(
+        deployment, cluster_node, inner_store(deployment, cluster_node)) {
 }
 
 RedissonStore::RedissonStore(const Deployment& deployment,
+                             bool cluster_node,
                              std::unique_ptr<RedisStore> inner)
-    : m_deployment(deployment), m_inner(std::move(inner)) {
+    : m_deployment(deployment), m_cluster_node(cluster_node),
+      m_inner(std::move(inner)) {
 }
 
 std::unique_ptr<LockStore>
 RedissonStore::another() const {
-  auto store = std::make_unique<RedissonStore>(m_deployment);
+  auto store = std::make_unique<RedissonStore>(m_deployment, m_cluster_node);
   store->m_inner->require_replicas(m_inner->required_replicas());
   return store;
 }
@@ -156,6 +162,16 @@ RedissonStore::another() const {
 LockStore&
 RedissonStore::inner() const {
   return *m_inner;
+}
+
+RedisStore&
+RedissonStore::redis() const {
+  return *m_inner;
+}
+
+std::string
+RedissonStore::sharded_argument() const {
+  return m_cluster_node ? "sharded" : "";
 }
 
 std::string
@@ -169,14 +185,7 @@ RedissonStore::channel_of(std::string_view name) {
 
 std::string
 RedissonStore::fence_key_of(std::string_view name) const {
-  // The key's own hash tag when it has one, else the whole key as the tag:
-  // the counter is in the key's Cluster slot.
-  const std::string key(name);
-  const auto open = key.find('{');
-  const bool tagged = open != std::string::npos
-                      && key.find('}', open + 1) != std::string::npos
-                      && key.find('}', open + 1) > open + 1;
-  return m_deployment.prefix + (tagged ? key : "{" + key + "}") + ":fence";
+  return side_key_stem(m_deployment.prefix, name) + ":fence";
 }
 
 std::string
@@ -284,6 +293,8 @@ RedissonStore::renew(std::string_view name,
                           {field_of(token),
                            milliseconds_of(ttl),
                            mode == RenewMode::exact ? "exact" : "at_least"});
+    // An error first (a Cluster's MOVED or ASK, which the caller follows).
+    redis::throw_if_error(reply, "renewing Redisson's lock " + quote(name));
     Renewal renewal;
     renewal.remaining_before_ms =
         redis::integer_of(reply, "renewing Redisson's lock " + quote(name));
@@ -299,13 +310,16 @@ RedissonStore::renew(std::string_view name,
 bool
 RedissonStore::release(std::string_view name, const std::string& token) {
   return on_master([&](redis::Connection& c) {
-    const auto reply = redis::run_script(
-        c,
-        redis::k_redisson_release_script,
-        {std::string(name)},
-        {field_of(token), channel_of(name), std::string(k_unlock_message)});
-    return redis::integer_of(reply, "releasing Redisson's lock " + quote(name))
-           == 1;
+    const auto reply = redis::run_script(c,
+                                         redis::k_redisson_release_script,
+                                         {std::string(name)},
+                                         {field_of(token),
+                                          channel_of(name),
+                                          std::string(k_unlock_message),
+                                          sharded_argument()});
+    const std::string what = "releasing Redisson's lock " + quote(name);
+    redis::throw_if_error(reply, what);
+    return redis::integer_of(reply, what) == 1;
   });
 }
 
@@ -318,7 +332,7 @@ RedissonStore::release_quietly(std::string_view name,
         deployment.connect.connect_timeout, std::chrono::seconds(1));
     deployment.connect.io_timeout = std::min<Duration>(
         deployment.connect.io_timeout, std::chrono::seconds(1));
-    RedissonStore(deployment).release(name, token);
+    RedissonStore(deployment, m_cluster_node).release(name, token);
   } catch (...) {
     // The lease expires by itself.
   }
@@ -344,11 +358,11 @@ std::optional<BrokenLock>
 RedissonStore::force_release(std::string_view name) {
   return on_connection([&](redis::Connection& c) -> std::optional<BrokenLock> {
     const std::string what = "breaking Redisson's lock " + quote(name);
-    const auto reply =
-        redis::run_script(c,
-                          redis::k_redisson_force_script,
-                          {std::string(name)},
-                          {channel_of(name), std::string(k_unlock_message)});
+    const auto reply = redis::run_script(
+        c,
+        redis::k_redisson_force_script,
+        {std::string(name)},
+        {channel_of(name), std::string(k_unlock_message), sharded_argument()});
     redis::throw_if_error(reply, what);
     const auto type = text_at(reply, 0, what);
     if (type == "none") {
@@ -386,10 +400,16 @@ RedissonStore::watch(std::string_view name, const std::string&) {
   return watch_releases(name);
 }
 
+// On a Cluster, a Redisson client in sharded mode SPUBLISHes its unlock
+// message, which reaches only the shard channel's subscribers on the
+// slot's master and replicas; one in the other mode PUBLISHes.
 std::unique_ptr<Wakeups>
 RedissonStore::watch_releases(std::string_view name) {
+  const auto channel = channel_of(name);
   return std::make_unique<ReleaseWakeups>(
-      m_inner->subscribe_to({channel_of(name)}));
+      m_inner->subscribe_to({channel},
+                            m_cluster_node ? std::vector<std::string>{channel}
+                                           : std::vector<std::string>{}));
 }
 
 StatusSnapshot

@@ -21,15 +21,24 @@ namespace rlock::lock {
 // Redisson holder's unlock wakes them too. A key of another type is never
 // taken: the steps throw Error (unavailable) saying what was found.
 //
-// One server or a Sentinel master: the session, the survey's examine() and
-// deployment_state() are the inner RedisStore's. No --fair queue, no
+// One server, a Sentinel master, or one master of a Redis Cluster
+// (ClusterStore routes each step to the store of NAME's master): the
+// session, the survey's examine() and deployment_state() are the inner
+// RedisStore's. On a Cluster, Redisson (3.x and later, sharded
+// subscription mode AUTO) publishes with SPUBLISH and its waiters
+// SSUBSCRIBE: rlock's release then publishes both ways, and rlock's
+// waiters listen both ways (pubsub/PublishSubscribeService.java,
+// getPublishCommand()). No --fair queue, no
 // --once-per, no semaphore: those steps throw Error (bad_input). The fence
 // comes from a counter of rlock's own beside the key, PREFIX{NAME}:fence
 // (INCR on each take by rlock), as --compat string keeps it; Redisson's
 // holders do not take from it.
 class RedissonStore final : public ForwardingStore {
 public:
-  explicit RedissonStore(const Deployment& deployment);
+  // `deployment` is one server or a Sentinel master; a `cluster_node` is
+  // one master of a Cluster (ClusterStore routes to it).
+  explicit RedissonStore(const Deployment& deployment,
+                         bool cluster_node = false);
 
   std::unique_ptr<LockStore> another() const override;
   std::string key_of(std::string_view name) const override;
@@ -66,6 +75,10 @@ public:
   // rlock's field in Redisson's hash for `token`, "<token>:1".
   static std::string field_of(const std::string& token);
 
+  // Returns the store on the server whose session the steps use
+  // (ClusterStore sends ASKING and fixes the replicas through it).
+  RedisStore& redis() const;
+
 protected:
   LockStore& inner() const override;
 
@@ -74,7 +87,11 @@ protected:
 
 private:
   RedissonStore(const Deployment& deployment,
+                bool cluster_node,
                 std::unique_ptr<RedisStore> inner);
+
+  // The script argument that says whether a release also SPUBLISHes.
+  std::string sharded_argument() const;
 
   // Runs `step` on the inner store's connection; a failure drops it.
   template <typename Step>
@@ -84,6 +101,7 @@ private:
   auto on_master(Step&& step);
 
   Deployment m_deployment;
+  bool m_cluster_node = false;
   std::unique_ptr<RedisStore> m_inner;
 };
 

@@ -1,6 +1,7 @@
 // --compat string and shedlock: a lock kept as one plain string key, as the
 // SET-NX family of libraries keeps it (docs/sharing.md).
 
+#include <rlock/redis/cluster.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/script.hpp>
@@ -83,15 +84,29 @@ string_keys_for(const Compat& compat,
   keys.lock = compat.style == LockStyle::shedlock
                   ? "job-lock:" + compat.shedlock_env + ":" + keys.name
                   : keys.name;
-  // rlock's keys beside it hash to the key's slot: with the key's own hash
-  // tag (PREFIX then the key keeps the key's first '{'), else with the
-  // whole key as their tag.
-  const std::string side = has_hash_tag(keys.lock)
-                               ? std::string(prefix) + keys.lock
-                               : std::string(prefix) + "{" + keys.lock + "}";
+  const std::string side = side_key_stem(prefix, keys.lock);
   keys.wake = side + ":wake";
   keys.fence = side + ":fence";
   return keys;
+}
+
+std::string
+side_key_stem(std::string_view prefix, std::string_view key) {
+  // The key's own hash tag: PREFIX then the key keeps the key's first '{'.
+  if (has_hash_tag(key)) {
+    return std::string(prefix) + std::string(key);
+  }
+  // The whole key as the tag, unless a '}' in it would end the tag early.
+  if (key.find('}') == std::string_view::npos) {
+    return std::string(prefix) + "{" + std::string(key) + "}";
+  }
+  const int slot = redis::key_slot(key);
+  for (unsigned n = 0;; ++n) {
+    const std::string tag = "slot-" + std::to_string(n);
+    if (redis::key_slot(tag) == slot) {
+      return std::string(prefix) + "{" + tag + "}";
+    }
+  }
 }
 
 std::string
@@ -112,20 +127,25 @@ shedlock_value(std::int64_t epoch_ms, std::string_view host) {
   return value + "Z@" + std::string(host);
 }
 
-StringStore::StringStore(Deployment deployment)
-    : m_deployment(std::move(deployment)),
-      m_redis(std::make_unique<RedisStore>(m_deployment)) {
+StringStore::StringStore(Deployment deployment, bool cluster_node)
+    : m_deployment(std::move(deployment)), m_cluster_node(cluster_node),
+      m_redis(std::make_unique<RedisStore>(m_deployment, cluster_node)) {
 }
 
 std::unique_ptr<LockStore>
 StringStore::another() const {
-  auto store = std::make_unique<StringStore>(m_deployment);
+  auto store = std::make_unique<StringStore>(m_deployment, m_cluster_node);
   store->m_redis->require_replicas(m_redis->required_replicas());
   return store;
 }
 
 LockStore&
 StringStore::inner() const {
+  return *m_redis;
+}
+
+RedisStore&
+StringStore::redis() const {
   return *m_redis;
 }
 
@@ -268,6 +288,8 @@ StringStore::renew(std::string_view name,
                               milliseconds_of(ttl),
                               mode == RenewMode::exact ? "exact" : "at_least"});
   });
+  // An error first (a Cluster's MOVED or ASK, which the caller follows).
+  redis::throw_if_error(reply, "cannot renew lock " + quote(name));
   const auto before =
       redis::integer_of(reply, "cannot renew lock " + quote(name));
   Renewal renewal;
@@ -290,6 +312,7 @@ StringStore::release(std::string_view name, const std::string& token) {
                              {k.lock, k.wake},
                              {token, "wake", k.wake + ":released"});
   });
+  redis::throw_if_error(reply, "cannot release lock " + quote(name));
   return redis::integer_of(reply, "cannot release lock " + quote(name)) == 1;
 }
 
@@ -303,7 +326,7 @@ StringStore::release_quietly(std::string_view name,
         std::min(deployment.connect.connect_timeout, bound);
     deployment.connect.io_timeout =
         std::min(deployment.connect.io_timeout, bound);
-    StringStore store(std::move(deployment));
+    StringStore store(std::move(deployment), m_cluster_node);
     store.release(name, token);
   } catch (...) {
     // The lease expires by itself.

@@ -27,6 +27,13 @@ StringKeys string_keys_for(const Compat& compat,
                            std::string_view prefix,
                            std::string_view name);
 
+// Returns the start of a key of rlock's own beside an application's `key`,
+// under `prefix` (which holds no brace on a Cluster), in `key`'s Cluster
+// slot: PREFIX then `key` when `key` has a hash tag, else PREFIX{key}, or,
+// for a key hashed whole that holds a '}' (which no tag can hold),
+// PREFIX{slot-N} with a brace-free tag of the same slot.
+std::string side_key_stem(std::string_view prefix, std::string_view key);
+
 // Returns the value of a ShedLock lock taken now by `host` (ShedLock's
 // "ADDED:<ISO-8601 instant>@<host>"), with the instant `epoch_ms`.
 std::string shedlock_value(std::int64_t epoch_ms, std::string_view host);
@@ -38,10 +45,13 @@ std::string shedlock_value(std::int64_t epoch_ms, std::string_view host);
 // other. The libraries send no wake-up: a waiter polls (Busy::polled); an
 // rlock holder's release also pushes a wake-up onto rlock's list beside
 // the key. A key of another type is never taken (Failure). The session and
-// the survey of the servers are the RedisStore's.
+// the survey of the servers are the RedisStore's. On a Redis Cluster,
+// ClusterStore routes each step to the StringStore of the key's master.
 class StringStore final : public ForwardingStore {
 public:
-  explicit StringStore(Deployment deployment);
+  // `deployment` is one server or a Sentinel master; a `cluster_node` is
+  // one master of a Cluster (ClusterStore routes to it).
+  explicit StringStore(Deployment deployment, bool cluster_node = false);
 
   std::unique_ptr<LockStore> another() const override;
   std::string key_of(std::string_view name) const override;
@@ -70,6 +80,10 @@ public:
   StatusSnapshot read_locks(const std::vector<std::string>& names) override;
   StatusSnapshot list_locks(std::string_view match) override;
 
+  // Returns the store on the server whose session the steps use
+  // (ClusterStore sends ASKING and fixes the replicas through it).
+  RedisStore& redis() const;
+
 protected:
   LockStore& inner() const override;
 
@@ -83,6 +97,7 @@ private:
   auto on_master(Step&& step);
 
   Deployment m_deployment;
+  bool m_cluster_node = false;
   std::unique_ptr<RedisStore> m_redis;
 };
 

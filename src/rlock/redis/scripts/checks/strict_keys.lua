@@ -24,7 +24,7 @@ local strict_key_args = {
   ZRANGEBYSCORE = 'first', ZSCORE = 'first', ZCARD = 'first', ZRANK = 'first',
   LLEN = 'first', RPUSH = 'first', LPUSH = 'first',
   SADD = 'first', SREM = 'first', SISMEMBER = 'first',
-  TIME = 'none', PUBLISH = 'none',
+  TIME = 'none', PUBLISH = 'none', SPUBLISH = 'none',
   TYPE = 'first', INCR = 'first', -- the --compat string scripts
 }
 
