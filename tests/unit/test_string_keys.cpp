@@ -1,5 +1,5 @@
 #include <rlock/redis/cluster.hpp>
-#include <rlock/store/string_store.hpp>
+#include <rlock/store/string_keys.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -2,6 +2,7 @@
 #include <rlock/redis/failure.hpp>
 #include <rlock/store/cluster_store.hpp>
 #include <rlock/store/redisson_store.hpp>
+#include <rlock/store/string_keys.hpp>
 #include <rlock/store/string_store.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>

@@ -3,7 +3,7 @@
 #include <rlock/redis/subscription.hpp>
 #include <rlock/store/protocol.hpp>
 #include <rlock/store/redisson_store.hpp>
-#include <rlock/store/string_store.hpp>
+#include <rlock/store/string_keys.hpp>
 #include <rlock/store/wakeups.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/text.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <rlock/store/lock_layout.hpp>
-#include <rlock/store/string_store.hpp>
+#include <rlock/store/string_keys.hpp>
 
 #include <optional>
 #include <string>

@@ -1,7 +1,6 @@
 // --compat string and shedlock: a lock kept as one plain string key, as the
 // SET-NX family of libraries keeps it (docs/sharing.md).
 
-#include <rlock/redis/cluster.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/redis/replication.hpp>
 #include <rlock/redis/script.hpp>
@@ -10,6 +9,7 @@
 #include <rlock/redis/subscription.hpp>
 #include <rlock/store/protocol.hpp>
 #include <rlock/store/replies.hpp>
+#include <rlock/store/string_layout.hpp>
 #include <rlock/store/string_store.hpp>
 #include <rlock/store/wakeups.hpp>
 #include <rlock/util/error.hpp>
@@ -17,51 +17,20 @@
 #include <rlock/util/text.hpp>
 
 #include <chrono>
-#include <ctime>
 
 namespace rlock::lock {
 
 namespace {
 
-// True when `name` has a Redis Cluster hash tag: a '{' with a later '}' and
-// something between them.
-bool
-has_hash_tag(std::string_view name) {
-  const auto open = name.find('{');
-  if (open == std::string_view::npos) {
-    return false;
-  }
-  const auto close = name.find('}', open + 1);
-  return close != std::string_view::npos && close > open + 1;
-}
-
-// The reply's element `i` as text ("" when nil or missing).
+// What failed, for messages ("cannot <verb> lock 'NAME'"), naming the key
+// too when it is not NAME (ShedLock's job-lock:ENV:NAME).
 std::string
-text_at(const redis::Reply& reply, std::size_t i) {
-  if (i >= reply.elements.size() || reply.elements[i].is_nil()) {
-    return {};
+what_of(const std::string& verb, const StringKeys& keys) {
+  std::string what = "cannot " + verb + " lock " + quote(keys.name);
+  if (keys.lock != keys.name) {
+    what += " (key " + quote(keys.lock) + ")";
   }
-  return reply.elements[i].text;
-}
-
-// The reply's element `i` as an integer (`fallback` when not one).
-std::int64_t
-integer_at(const redis::Reply& reply, std::size_t i, std::int64_t fallback) {
-  if (i >= reply.elements.size()
-      || reply.elements[i].type != redis::Reply::Type::integer) {
-    return fallback;
-  }
-  return reply.elements[i].integer;
-}
-
-// Throws Failure (unexpected_reply): the key holds something that is not a
-// lock of this style, which is never taken or shared.
-[[noreturn]] void
-throw_wrong_type(const StringKeys& keys, const std::string& type) {
-  throw redis::Failure(redis::FailureKind::unexpected_reply,
-                       "key " + quote(keys.lock) + " holds a " + type
-                           + ", not a string: it is not a lock of the string "
-                             "style, and is neither taken nor shared");
+  return what;
 }
 
 // Returns the server (or the master the sentinels name now) of `deployment`.
@@ -74,58 +43,6 @@ locate(Deployment& deployment, const redis::ConnectOptions& options) {
 }
 
 } // namespace
-
-StringKeys
-string_keys_for(const Compat& compat,
-                std::string_view prefix,
-                std::string_view name) {
-  StringKeys keys;
-  keys.name = std::string(name);
-  keys.lock = compat.style == LockStyle::shedlock
-                  ? "job-lock:" + compat.shedlock_env + ":" + keys.name
-                  : keys.name;
-  const std::string side = side_key_stem(prefix, keys.lock);
-  keys.wake = side + ":wake";
-  keys.fence = side + ":fence";
-  return keys;
-}
-
-std::string
-side_key_stem(std::string_view prefix, std::string_view key) {
-  // The key's own hash tag: PREFIX then the key keeps the key's first '{'.
-  if (has_hash_tag(key)) {
-    return std::string(prefix) + std::string(key);
-  }
-  // The whole key as the tag, unless a '}' in it would end the tag early.
-  if (key.find('}') == std::string_view::npos) {
-    return std::string(prefix) + "{" + std::string(key) + "}";
-  }
-  const int slot = redis::key_slot(key);
-  for (unsigned n = 0;; ++n) {
-    const std::string tag = "slot-" + std::to_string(n);
-    if (redis::key_slot(tag) == slot) {
-      return std::string(prefix) + "{" + tag + "}";
-    }
-  }
-}
-
-std::string
-shedlock_value(std::int64_t epoch_ms, std::string_view host) {
-  // ShedLock writes Instant.toString(): ISO-8601 in UTC, milliseconds
-  // shown when not zero.
-  const std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::string value = "ADDED:" + std::string(stamp);
-  if (const auto ms = epoch_ms % 1000; ms != 0) {
-    char fraction[8];
-    std::snprintf(fraction, sizeof fraction, ".%03d", static_cast<int>(ms));
-    value += fraction;
-  }
-  return value + "Z@" + std::string(host);
-}
 
 StringStore::StringStore(Deployment deployment, bool cluster_node)
     : m_deployment(std::move(deployment)), m_cluster_node(cluster_node),
@@ -202,12 +119,9 @@ StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
                              {k.lock, k.fence},
                              {value, milliseconds_of(request.ttl)});
   });
-  const std::string what = "cannot acquire lock " + quote(request.name);
-  redis::throw_if_error(reply, what);
-  const std::string verdict = text_at(reply, 0);
-  if (verdict == "granted") {
-    Granted granted;
-    granted.fence = integer_at(reply, 1, 0);
+  auto attempt = decode_string_acquire(reply, what_of("acquire", k));
+  if (auto* granted_ptr = std::get_if<Granted>(&attempt)) {
+    Granted& granted = *granted_ptr;
     granted.sent = sent;
     try {
       granted.replicas = on_connection([&](redis::Connection& c) {
@@ -218,23 +132,10 @@ StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
       release_quietly(request.name, request.token);
       throw;
     }
-    return granted;
   }
-  if (verdict == "wrongtype") {
-    throw_wrong_type(k, text_at(reply, 1));
-  }
-  if (verdict != "busy") {
-    throw redis::Failure(redis::FailureKind::unexpected_reply,
-                         what + ": unexpected reply from the script");
-  }
-  Busy busy;
-  busy.holder = text_at(reply, 1);
-  const auto pttl = integer_at(reply, 2, -1);
-  busy.retry_ms = pttl;
-  busy.holders = 1;
-  // The library sends no wake-up when it releases: look again soon.
-  busy.polled = true;
-  return busy;
+  // Busy: the library sends no wake-up when it releases, so the waiter
+  // looks again soon (Busy::polled).
+  return attempt;
 }
 
 PeekResult
@@ -244,20 +145,7 @@ StringStore::peek(std::string_view name) {
     return redis::run_script(
         c, redis::k_string_look_script, {k.lock, k.wake}, {"look", ""});
   });
-  redis::throw_if_error(reply, "cannot read lock " + quote(name));
-  const std::string type = text_at(reply, 0);
-  if (type == "none") {
-    return Free{};
-  }
-  if (type != "string") {
-    throw_wrong_type(k, type);
-  }
-  Busy busy;
-  busy.holder = text_at(reply, 1);
-  busy.retry_ms = integer_at(reply, 2, -1);
-  busy.holders = 1;
-  busy.polled = true;
-  return busy;
+  return decode_string_peek(reply, what_of("read", k));
 }
 
 std::int64_t
@@ -288,13 +176,9 @@ StringStore::renew(std::string_view name,
                               milliseconds_of(ttl),
                               mode == RenewMode::exact ? "exact" : "at_least"});
   });
-  // An error first (a Cluster's MOVED or ASK, which the caller follows).
-  redis::throw_if_error(reply, "cannot renew lock " + quote(name));
-  const auto before =
-      redis::integer_of(reply, "cannot renew lock " + quote(name));
-  Renewal renewal;
-  renewal.held = before != -2;
-  renewal.remaining_before_ms = before;
+  // An error reply (a Cluster's MOVED or ASK, which the caller follows)
+  // throws as itself.
+  const auto renewal = decode_string_renew(reply, what_of("renew", k));
   if (renewal.held) {
     on_connection([&](redis::Connection& c) {
       return m_redis->confirm_write(c, "renewing " + quote(name), ttl / 4);
@@ -340,15 +224,7 @@ StringStore::check(std::string_view name, const std::string& token) {
     return redis::run_script(
         c, redis::k_string_look_script, {k.lock, k.wake}, {"look", ""});
   });
-  redis::throw_if_error(reply, "cannot check lock " + quote(name));
-  const std::string value = text_at(reply, 1);
-  const bool ours =
-      value == token || (!token.empty() && value.ends_with(":" + token));
-  if (text_at(reply, 0) != "string" || !ours) {
-    return std::nullopt;
-  }
-  const auto pttl = integer_at(reply, 2, -1);
-  return pttl < 0 ? Duration::max() : from_milliseconds(pttl);
+  return decode_string_check(reply, token, what_of("check", k));
 }
 
 std::optional<BrokenLock>
@@ -360,18 +236,7 @@ StringStore::force_release(std::string_view name) {
                              {k.lock, k.wake},
                              {"break", k.wake + ":released"});
   });
-  redis::throw_if_error(reply, "cannot break lock " + quote(name));
-  const std::string type = text_at(reply, 0);
-  if (type == "none") {
-    return std::nullopt;
-  }
-  if (type != "string") {
-    throw_wrong_type(k, type);
-  }
-  BrokenLock broken;
-  broken.token = text_at(reply, 1);
-  broken.holder = broken.token;
-  return broken;
+  return decode_string_force_release(reply, what_of("break", k));
 }
 
 void
@@ -414,18 +279,15 @@ StringStore::read_locks(const std::vector<std::string>& names) {
       return redis::run_script(
           c, redis::k_string_look_script, {k.lock, k.wake}, {"look", ""});
     });
-    redis::throw_if_error(reply, "cannot read lock " + quote(name));
+    const auto look = decode_string_peek(reply, what_of("read", k));
     LockState state;
     state.name = name;
     state.key = k.lock;
-    const std::string type = text_at(reply, 0);
-    if (type != "none" && type != "string") {
-      throw_wrong_type(k, type);
-    }
-    state.held = type == "string";
-    if (state.held) {
-      state.token = text_at(reply, 1);
-      state.ttl_ms = integer_at(reply, 2, -1);
+    const auto* busy = std::get_if<Busy>(&look);
+    state.held = busy != nullptr;
+    if (busy) {
+      state.token = busy->holder;
+      state.ttl_ms = busy->retry_ms;
       // The value is all the key tells of its holder: shown where rlock's
       // own locks show the command.
       state.command = "value " + quote(state.token);

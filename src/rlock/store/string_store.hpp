@@ -3,6 +3,7 @@
 #include <rlock/lock/deployment.hpp>
 #include <rlock/store/forwarding_store.hpp>
 #include <rlock/store/redis_store.hpp>
+#include <rlock/store/string_keys.hpp>
 
 #include <memory>
 #include <optional>
@@ -10,33 +11,6 @@
 #include <string_view>
 
 namespace rlock::lock {
-
-// The keys of a lock kept as one plain string (--compat string, shedlock):
-// the application's key, and the keys of rlock's own beside it, in the same
-// Cluster slot (their hash tag is the key's own tag, or the whole key).
-struct StringKeys {
-  std::string name;  // the lock's NAME
-  std::string lock;  // the application's key: NAME, or job-lock:ENV:NAME
-  std::string wake;  // rlock's wake-up list: a release pushes onto it
-  std::string fence; // rlock's fence counter ($RLOCK_FENCE)
-};
-
-// Returns the keys of `name` for `compat`'s style (string or shedlock),
-// rlock's own under `prefix`.
-StringKeys string_keys_for(const Compat& compat,
-                           std::string_view prefix,
-                           std::string_view name);
-
-// Returns the start of a key of rlock's own beside an application's `key`,
-// under `prefix` (which holds no brace on a Cluster), in `key`'s Cluster
-// slot: PREFIX then `key` when `key` has a hash tag, else PREFIX{key}, or,
-// for a key hashed whole that holds a '}' (which no tag can hold),
-// PREFIX{slot-N} with a brace-free tag of the same slot.
-std::string side_key_stem(std::string_view prefix, std::string_view key);
-
-// Returns the value of a ShedLock lock taken now by `host` (ShedLock's
-// "ADDED:<ISO-8601 instant>@<host>"), with the instant `epoch_ms`.
-std::string shedlock_value(std::int64_t epoch_ms, std::string_view host);
 
 // A lock kept as the SET-NX family of libraries keeps it (redis-py's Lock,
 // redsync, node-redlock, ShedLock): one string key holding the holder's
