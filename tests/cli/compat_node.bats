@@ -346,7 +346,7 @@ released" ]
 @test "rlock's release lets a waiting redis-semaphore acquire succeed at once, not when the TTL ends" {
   local token start
   token=$(rl acquire --compat string -t 60s mutex:job)
-  bg node "$NODE_DIR/client.js" --mutex wait job 20000 "$RLOCK_URL"
+  bg node "$NODE_DIR/client.js" --mutex --wait 20000 probe job "$RLOCK_URL"
   local waiter=$BG_PID
   sleep 1
   running "$waiter"
@@ -358,19 +358,26 @@ released" ]
   (($(now_ms) - start < 2000))
 }
 
-@test "an rlock holder's key deleted and taken by redis-semaphore: rlock exits 70 at its next renewal, the Mutex keeps it" {
-  bg "$RLOCK" --compat string --ttl 1500ms mutex:job sleep 30
-  local holder=$BG_PID rc=0 app
+@test "redis-semaphore takes the key when rlock's lease is cut short: rlock's next renewal finds it taken (70), leaves its value alone" {
+  # rlock renews every 2 s; the Mutex, waiting (a try every 50 ms), takes the
+  # key as soon as it is gone, mostly well before that renewal.
+  bg "$RLOCK" --compat string --ttl 6s mutex:job sleep 30
+  local holder=$BG_PID holder_err=$BG_ERR rc=0 app ttl
   wait_until 10 key_exists mutex:job
-  sleep 1
-  # As when rlock's lease ran out unrenewed; then the application takes it.
-  redis_cli del mutex:job >/dev/null
-  bg node "$NODE_DIR/client.js" --mutex hold job 1500 3000 "$RLOCK_URL"
+  bg node "$NODE_DIR/client.js" --mutex --wait 10000 hold job 3000 6000 \
+    "$RLOCK_URL"
   app=$BG_PID
+  sleep 0.5
+  # As when rlock's lease is lost to a failover or a clock jump.
+  redis_cli pexpire mutex:job 1 >/dev/null
+  wait_until 10 grep -qx acquired "$BG_OUT"
   reap "$holder" || rc=$?
   [ "$rc" -eq 70 ]
-  # rlock left the Mutex's value alone; the Mutex renewed it (no "lost") and
-  # released it.
+  grep -q "deleted or taken over" "$holder_err"
+  # rlock did not renew the Mutex's value: its TTL is still the Mutex's
+  # (3 s), not rlock's 6 s; the Mutex renewed it (no "lost") and released it.
+  ttl=$(redis_cli pttl mutex:job)
+  ((ttl > 0 && ttl <= 3000))
   reap "$app"
   [ "$(cat "$BG_OUT")" = "acquired
 released" ]

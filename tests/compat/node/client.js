@@ -9,17 +9,16 @@
 // with compare-and-PEXPIRE (lib/mutex/refresh.js) and released with
 // compare-and-DEL (lib/mutex/release.js).
 //
-//   node client.js [--mutex] hold NAME TTL_MS HOLD_MS URL...
+//   node client.js [--mutex [--wait MS]] hold NAME TTL_MS HOLD_MS URL...
 //       takes NAME (no retries), prints "acquired", keeps it HOLD_MS while
 //       extending it every TTL_MS/3, releases it, prints "released";
 //       exits 1 with "busy" when it is held. With --mutex, a renewal that
 //       finds the lock lost prints "lost" and exits 3.
-//   node client.js [--mutex] probe NAME URL...
+//   node client.js [--mutex [--wait MS]] probe NAME URL...
 //       one attempt: prints "acquired" (and releases at once) or "busy";
 //       exits 0 or 1.
-//   node client.js --mutex wait NAME TIMEOUT_MS URL...
-//       redis-semaphore's blocking acquire (a try every 50 ms for up to
-//       TIMEOUT_MS): prints "acquired" (and releases at once) or "busy".
+//   --wait MS: redis-semaphore's blocking acquire instead of one attempt
+//       (a try every 50 ms for up to MS).
 'use strict';
 
 const Redis = require('ioredis');
@@ -32,8 +31,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 async function mutexRun(action, name, ttl, hold, wait, clients) {
   const options = {
     lockTimeout: ttl,
-    acquireTimeout: action === 'wait' ? wait : ttl,
-    acquireAttemptsLimit: action === 'wait' ? Number.POSITIVE_INFINITY : 1,
+    acquireTimeout: wait > 0 ? wait : ttl,
+    acquireAttemptsLimit: wait > 0 ? Number.POSITIVE_INFINITY : 1,
     retryInterval: 50,
     refreshInterval: action === 'hold' ? Math.round(ttl / 3) : 0,
     onLockLost: () => {
@@ -84,20 +83,21 @@ async function main() {
   if (mutex) {
     args = args.slice(1);
   }
+  let wait = 0;
+  if (mutex && args[0] === '--wait') {
+    wait = Number(args[1]);
+    args = args.slice(2);
+  }
   const [action, name, ...rest] = args;
   let ttl = 10000;
   let hold = 0;
-  let wait = 0;
   let urls = rest;
   if (action === 'hold') {
     ttl = Number(rest[0]);
     hold = Number(rest[1]);
     urls = rest.slice(2);
-  } else if (action === 'wait' && mutex) {
-    wait = Number(rest[0]);
-    urls = rest.slice(1);
   } else if (action !== 'probe') {
-    throw new Error('usage: client.js [--mutex] hold|probe NAME ... | --mutex wait NAME ...');
+    throw new Error('usage: client.js [--mutex [--wait MS]] hold|probe NAME ...');
   }
   const clients = urls.map((url) => new Redis(url, { maxRetriesPerRequest: 1 }));
   try {
