@@ -6,6 +6,16 @@
 # Both directions on one server, and on a quorum of three servers of this
 # file's own (Redlock: node redlock and rlock each need 2 of 3), with one of
 # them stopped, and with node's key on one server only.
+#
+# And redis-semaphore (5.6.2, pinned there too; swarthy/redis-semaphore,
+# read in node_modules/redis-semaphore/lib): its Mutex keeps key
+# `mutex:NAME` (RedisMutex.js, RedlockMutex.js) holding a random UUID, taken
+# with SET NX PX (mutex/acquire.js), renewed by a timer with
+# compare-and-PEXPIRE (mutex/refresh.js), released with compare-and-DEL
+# (mutex/release.js); RedlockMutex does the same on each server and needs
+# round((N+1)/2) of them (redlockMutex/*.js, utils/redlock.js). So
+# `rlock --compat string mutex:NAME` shares it; both ways on one server and
+# on the quorum.
 
 # Child scripts are single-quoted on purpose (SC2016); `run` sets stderr and
 # stderr_lines (SC2154).
@@ -105,6 +115,12 @@ redlock() {
 
 key_exists() {
   [[ $(redis_cli exists "$1") == 1 ]]
+}
+
+# semaphore ARG...: tests/compat/node/client.js --mutex (redis-semaphore's
+# Mutex on one URL, RedlockMutex on several); its key is mutex:NAME.
+semaphore() {
+  timeout -k 5 "$RL_LIMIT" node "$NODE_DIR/client.js" --mutex "$@"
 }
 
 @test "a redlock holder keeps rlock out: -n exits 75, -w runs after its release" {
@@ -281,4 +297,123 @@ key_exists() {
     [[ $stderr == "rlock: --compat $style: not with several --url: "*"one server"* ]]
     [ -z "$output" ]
   done
+}
+
+@test "a redis-semaphore Mutex holder renewing past its TTL keeps rlock out: -n exits 75, -w runs after its release" {
+  bg node "$NODE_DIR/client.js" --mutex hold job 1500 4000 "$RLOCK_URL"
+  local holder=$BG_PID start
+  wait_until 10 key_exists mutex:job
+  # Its identifier, a random UUID, is the value.
+  [[ $(redis_cli get mutex:job) =~ ^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$ ]]
+  run rl --compat string -n mutex:job true
+  [ "$status" -eq 75 ]
+  start=$SECONDS
+  run rl --compat string -w 20 mutex:job sh -c 'echo ran'
+  [ "$status" -eq 0 ]
+  [ "$output" = ran ]
+  # Not before the Mutex was released, more than two of its TTLs later.
+  ((SECONDS - start >= 2))
+  reap "$holder"
+  [ "$(cat "$BG_OUT")" = "acquired
+released" ]
+}
+
+@test "rlock holds past its TTL: redis-semaphore's tryAcquire fails throughout and succeeds after" {
+  bg "$RLOCK" --compat string --ttl 2s mutex:job sh -c \
+    'echo "$RLOCK_TOKEN" >"$1.tmp"; mv "$1.tmp" "$1"
+     while [ ! -e "$2" ]; do sleep 0.02; done' _ \
+    "$BATS_TEST_TMPDIR/token" "$BATS_TEST_TMPDIR/go"
+  local holder=$BG_PID token
+  wait_until 10 test -s "$BATS_TEST_TMPDIR/token"
+  token=$(<"$BATS_TEST_TMPDIR/token")
+  local deadline=$((SECONDS + 6)) tries=0
+  while ((SECONDS < deadline)); do
+    run semaphore probe job "$RLOCK_URL"
+    [ "$status" -eq 1 ]
+    [ "$output" = busy ]
+    tries=$((tries + 1))
+  done
+  ((tries >= 2))
+  # Renewed, not re-created: still rlock's token, past two TTLs.
+  [ "$(redis_cli get mutex:job)" = "$token" ]
+  touch "$BATS_TEST_TMPDIR/go"
+  reap "$holder"
+  run semaphore probe job "$RLOCK_URL"
+  [ "$status" -eq 0 ]
+  [ "$output" = acquired ]
+}
+
+@test "rlock's release lets a waiting redis-semaphore acquire succeed at once, not when the TTL ends" {
+  local token start
+  token=$(rl acquire --compat string -t 60s mutex:job)
+  bg node "$NODE_DIR/client.js" --mutex --wait 20000 probe job "$RLOCK_URL"
+  local waiter=$BG_PID
+  sleep 1
+  running "$waiter"
+  [ ! -s "$BG_OUT" ]
+  start=$(now_ms)
+  rl release --compat string mutex:job --token "$token"
+  reap "$waiter"
+  [ "$(cat "$BG_OUT")" = acquired ]
+  (($(now_ms) - start < 2000))
+}
+
+@test "redis-semaphore takes the key when rlock's lease is cut short: rlock's next renewal finds it taken (70), leaves its value alone" {
+  # rlock renews every 2 s; the Mutex, waiting (a try every 50 ms), takes the
+  # key as soon as it is gone, mostly well before that renewal.
+  bg "$RLOCK" --compat string --ttl 6s mutex:job sleep 30
+  local holder=$BG_PID holder_err=$BG_ERR rc=0 app ttl
+  wait_until 10 key_exists mutex:job
+  bg node "$NODE_DIR/client.js" --mutex --wait 10000 hold job 3000 6000 \
+    "$RLOCK_URL"
+  app=$BG_PID
+  sleep 0.5
+  # As when rlock's lease is lost to a failover or a clock jump.
+  redis_cli pexpire mutex:job 1 >/dev/null
+  wait_until 10 grep -qx acquired "$BG_OUT"
+  reap "$holder" || rc=$?
+  [ "$rc" -eq 70 ]
+  grep -q "deleted or taken over" "$holder_err"
+  # rlock did not renew the Mutex's value: its TTL is still the Mutex's
+  # (3 s), not rlock's 6 s; the Mutex renewed it (no "lost") and released it.
+  ttl=$(redis_cli pttl mutex:job)
+  ((ttl > 0 && ttl <= 3000))
+  reap "$app"
+  [ "$(cat "$BG_OUT")" = "acquired
+released" ]
+  not key_exists mutex:job
+}
+
+@test "quorum: redis-semaphore's RedlockMutex on three servers and rlock exclude each other both ways" {
+  bg node "$NODE_DIR/client.js" --mutex hold job 1500 3500 "${Q_URLS[@]}"
+  local holder=$BG_PID i
+  wait_until 10 q_has_on 3 mutex:job
+  run rl --compat string "${Q_ARGS[@]}" -n mutex:job true
+  [ "$status" -eq 75 ]
+  run rl --compat string "${Q_ARGS[@]}" -w 20 mutex:job sh -c 'echo ran'
+  [ "$status" -eq 0 ]
+  [ "$output" = ran ]
+  reap "$holder"
+  [ "$(cat "$BG_OUT")" = "acquired
+released" ]
+  bg "$RLOCK" --compat string --ttl 1500ms "${Q_ARGS[@]}" mutex:job sh -c \
+    'while [ ! -e "$1" ]; do sleep 0.02; done' _ "$BATS_TEST_TMPDIR/go"
+  holder=$BG_PID
+  wait_until 10 q_has_on 3 mutex:job
+  local deadline=$((SECONDS + 4)) tries=0
+  while ((SECONDS < deadline)); do
+    run semaphore probe job "${Q_URLS[@]}"
+    [ "$status" -eq 1 ]
+    [ "$output" = busy ]
+    tries=$((tries + 1))
+  done
+  ((tries >= 2))
+  touch "$BATS_TEST_TMPDIR/go"
+  reap "$holder"
+  for i in 1 2 3; do
+    [ -z "$(q_value "$i" mutex:job)" ]
+  done
+  run semaphore probe job "${Q_URLS[@]}"
+  [ "$status" -eq 0 ]
+  [ "$output" = acquired ]
 }

@@ -171,3 +171,66 @@ hold() {
   # Redisson's hash is gone after each release: only the counter stays.
   [ "$(redis_cli exists job)" = 0 ]
 }
+
+@test "release --force breaks a Redisson holder's lock, names it, and wakes Redisson's waiter" {
+  # The holder's watchdog lease is 6 s, renewed every 2 s; the waiter waits
+  # 20 s and sleeps on its latch for min(PTTL, time left): woken_by tells
+  # whether the unlock message (which release --force publishes, as
+  # Redisson's forceUnlock does) or its timer woke it.
+  REDISSON_ID=0b0b0b0b-1111-2222-3333-444444444444 \
+    bg "$PY" "$CLIENT" "$RLOCK_URL" job try --hold 20 --watchdog 6000
+  local holder=$BG_PID holder_out=$BG_OUT start
+  wait_until 10 key_exists job
+  bg "$PY" "$CLIENT" "$RLOCK_URL" job try --wait 20
+  local waiter=$BG_PID waiter_out=$BG_OUT
+  wait_until 15 grep -qx waiting "$waiter_out"
+  start=$(now_ms)
+  run --separate-stderr rl release --compat redisson --force job
+  [ "$status" -eq 0 ]
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ $stderr == "rlock: broke lock 'job' held by Redisson 0b0b0b0b-1111-2222-3333-444444444444:"* ]]
+  reap "$waiter"
+  (($(now_ms) - start < 1500))
+  run cat "$waiter_out"
+  [[ ${lines[1]} == "acquired after="*" woken_by=message messages=1" ]]
+  [ "${lines[2]}" = unlocked ]
+  # The broken holder's watchdog finds its field gone: Redisson's lost lock.
+  local rc=0
+  reap "$holder" || rc=$?
+  [ "$rc" -eq 3 ]
+  grep -qx lost "$holder_out"
+  # Nothing left to break.
+  run --separate-stderr rl release --compat redisson --force job
+  [ "$status" -eq 1 ]
+  [[ $stderr == *"lock 'job' was not held"* ]]
+}
+
+@test "status NAME --compat redisson shows a Redisson lock held re-entrantly (count 2)" {
+  # Redisson's tryLock twice on one thread: the lock script's HINCRBY on the
+  # same <id>:<thread> field, count 2 (the client's own script and field).
+  REDISSON_ID=0c0c0c0c-1111-2222-3333-444444444444 "$PY" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import redisson_client
+lock = redisson_client.Lock(sys.argv[2], "job", 30000, False)
+assert lock.try_acquire() is None and lock.try_acquire() is None
+print(lock.lock_name)' "$(dirname "$CLIENT")" "$RLOCK_URL" >"$BATS_TEST_TMPDIR/field"
+  local field
+  field=$(<"$BATS_TEST_TMPDIR/field")
+  [[ $field == 0c0c0c0c-1111-2222-3333-444444444444:* ]]
+  [ "$(redis_cli hget job "$field")" = 2 ]
+  run rl --compat redisson status job
+  [ "$status" -eq 0 ]
+  [[ ${lines[1]} == "job "*" Redisson "*" Redisson 0c0c0c0c-"* ]]
+  run rl --compat redisson status --json job
+  [ "$status" -eq 0 ]
+  [[ $output == *'"held": true'* ]]
+  # One holder, its field once.
+  [[ $output == *"\"token\": \"$field\","* ]]
+  run rl --compat redisson -n job true
+  [ "$status" -eq 75 ]
+  # Looking changed nothing: still count 2, still its lease.
+  [ "$(redis_cli hget job "$field")" = 2 ]
+  (($(redis_cli pttl job) > 20000))
+}
