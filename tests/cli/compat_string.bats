@@ -83,6 +83,12 @@ app() {
   [[ $(json_get "$BATS_TEST_TMPDIR/s.json" '[0,"held"]') == true ]]
   [[ $(json_get "$BATS_TEST_TMPDIR/s.json" '[0,"token"]') == "\"$token\"" ]]
   [[ $(json_get "$BATS_TEST_TMPDIR/s.json" '[0,"key"]') == '"job"' ]]
+  # What the key does not record is null, not a made-up 0 or 1970.
+  for field in fence acquired_at; do
+    [[ $(json_get "$BATS_TEST_TMPDIR/s.json" "[0,\"$field\"]") == null ]]
+  done
+  [[ $(json_get "$BATS_TEST_TMPDIR/s.json" '[0,"owner","pid"]') == null ]]
+  [[ $(json_get "$BATS_TEST_TMPDIR/s.json" '[0,"owner","user"]') == null ]]
   local ttl
   ttl=$(json_get "$BATS_TEST_TMPDIR/s.json" '[0,"ttl_ms"]')
   ((ttl > 0 && ttl <= 60000))

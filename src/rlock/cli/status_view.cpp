@@ -82,7 +82,7 @@ row_of(const lock::LockState& state,
                                     + std::to_string(state.pid)),
                 held_text(now_ms, state.acquired_ms),
                 ttl_text(state),
-                std::to_string(state.fence)});
+                state.fence > 0 ? std::to_string(state.fence) : "-"});
   }
   if (with_servers) {
     row.push_back(servers_text(state));
@@ -403,12 +403,20 @@ format_status_json(const lock::StatusSnapshot& snapshot,
     } else if (state.held) {
       entry["ttl_ms"] = state.ttl_ms < 0 ? nlohmann::ordered_json(nullptr)
                                          : nlohmann::ordered_json(state.ttl_ms);
+      // An application's lock (--compat) records no fence, start or owner
+      // beyond what its value tells: null, not a made-up 0 or 1970.
+      const auto known = [](auto value, bool is_known) {
+        return is_known ? nlohmann::ordered_json(value)
+                        : nlohmann::ordered_json(nullptr);
+      };
       entry["token"] = state.token;
-      entry["fence"] = state.fence;
-      entry["owner"] = {
-          {"host", state.host}, {"pid", state.pid}, {"user", state.user}};
+      entry["fence"] = known(state.fence, state.fence > 0);
+      entry["owner"] = {{"host", known(state.host, !state.host.empty())},
+                        {"pid", known(state.pid, state.pid > 0)},
+                        {"user", known(state.user, !state.user.empty())}};
       entry["command"] = state.command;
-      entry["acquired_at"] = format_iso8601_utc(state.acquired_ms);
+      entry["acquired_at"] = known(format_iso8601_utc(state.acquired_ms),
+                                   state.acquired_ms > 0);
       entry["renewals"] = state.renewals;
     } else {
       for (const char* field : {"ttl_ms",
