@@ -415,8 +415,8 @@ format_status_json(const lock::StatusSnapshot& snapshot,
                         {"pid", known(state.pid, state.pid > 0)},
                         {"user", known(state.user, !state.user.empty())}};
       entry["command"] = state.command;
-      entry["acquired_at"] = known(format_iso8601_utc(state.acquired_ms),
-                                   state.acquired_ms > 0);
+      entry["acquired_at"] =
+          known(format_iso8601_utc(state.acquired_ms), state.acquired_ms > 0);
       entry["renewals"] = state.renewals;
     } else {
       for (const char* field : {"ttl_ms",
