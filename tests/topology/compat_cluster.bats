@@ -300,3 +300,31 @@ hold() {
   [ "$(topology_cli "$port" get "rlock:{$name}:fence")" = "${lines[0]}" ]
   [ "$(exists_on "$name" "$port")" = 0 ]
 }
+
+@test "a plain redis:// URL to one node with --compat: the cluster is followed, each style's key on its slot's master, and redis-py's holder keeps it out" {
+  local port name style ready=$BATS_TEST_TMPDIR/ready
+  port=$(other_master "$SEED_PORT")
+  for style in string shedlock redisson; do
+    if [[ $style == shedlock ]]; then
+      # ShedLock's key is job-lock:default:NAME: that key on the master.
+      name=$(key_on "$port" "job-lock:default:plainurl")
+      name=${name#job-lock:default:}
+    else
+      name=$(key_on "$port" "plainurl$style")
+    fi
+    run --separate-stderr rl -v --url "redis://127.0.0.1:$SEED_PORT" \
+      --compat "$style" "$name" sh -c 'echo "$RLOCK_FENCE"' _
+    echo "$style $name: $output / $stderr"
+    [ "$status" -eq 0 ]
+    [[ $output =~ ^[0-9]+$ ]]
+    [[ $stderr == *"is a Redis Cluster node"* ]]
+  done
+  name=$(key_on "$port" plainheld)
+  bg "$PY" -c "$REDISPY_CLUSTER" "$SEED" hold "$name" 30 2 "$ready"
+  local holder=$BG_PID
+  wait_until 15 test -e "$ready"
+  run -75 rl --url "redis://127.0.0.1:$SEED_PORT" --compat string -n "$name" true
+  run -0 rl --url "redis://127.0.0.1:$SEED_PORT" --compat string -w 20 "$name" sh -c 'echo ran'
+  [ "$output" = ran ]
+  reaped 0 "$holder"
+}

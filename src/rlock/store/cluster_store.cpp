@@ -1,9 +1,7 @@
 #include <rlock/lock/cluster_retry.hpp>
 #include <rlock/redis/failure.hpp>
 #include <rlock/store/cluster_store.hpp>
-#include <rlock/store/redisson_store.hpp>
 #include <rlock/store/string_keys.hpp>
-#include <rlock/store/string_store.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -168,41 +166,14 @@ ClusterStore::master_of(int slot) {
   return *master;
 }
 
-ClusterStore::Node
-ClusterStore::make_node(Deployment deployment) {
-  Node node;
-  switch (deployment.compat.style) {
-  case LockStyle::rlock: {
-    auto store = std::make_unique<RedisStore>(std::move(deployment), true);
-    node.redis = store.get();
-    node.store = std::move(store);
-    break;
-  }
-  case LockStyle::string:
-  case LockStyle::shedlock: {
-    auto store = std::make_unique<StringStore>(std::move(deployment), true);
-    node.redis = &store->redis();
-    node.store = std::move(store);
-    break;
-  }
-  case LockStyle::redisson: {
-    auto store = std::make_unique<RedissonStore>(deployment, true);
-    node.redis = &store->redis();
-    node.store = std::move(store);
-    break;
-  }
-  }
-  return node;
-}
-
-ClusterStore::Node&
+StyleStores&
 ClusterStore::store_on(const redis::HostPort& master) {
   auto& node = m_stores[master.address()];
   if (!node.store) {
     Deployment deployment = m_deployment;
     deployment.topology =
         Single{std::get<Cluster>(m_deployment.topology).seeds.node(master)};
-    node = make_node(std::move(deployment));
+    node = style_stores(std::move(deployment), true);
     node.store->set_deadline(m_deadline);
   }
   node.redis->require_replicas(m_required_replicas);

@@ -5,6 +5,7 @@
 #include <rlock/redis/failure.hpp>
 #include <rlock/store/keys.hpp>
 #include <rlock/store/redis_store.hpp>
+#include <rlock/store/style_stores.hpp>
 
 #include <bitset>
 #include <map>
@@ -78,14 +79,6 @@ public:
   bool idle_connection_broken() override;
 
 private:
-  // The stores on one master: `store` does the lock's steps (a RedisStore,
-  // or with --compat the style's store over one); `redis` is the RedisStore
-  // whose session they use, which takes ASKING and the replica count.
-  struct Node {
-    std::unique_ptr<LockStore> store;
-    RedisStore* redis = nullptr;
-  };
-
   LockKeys keys(std::string_view name) const;
   int slot_of(std::string_view name) const;
   // Returns the slot map, read first when there is none or it is stale.
@@ -99,11 +92,8 @@ private:
   // Returns the master that serves `slot` (where a MOVED sent it, else as
   // the map says); throws Failure (not_master) when none does.
   redis::HostPort master_of(int slot);
-  // Returns the stores on one master, `deployment` (a Single), for the
-  // deployment's lock style.
-  static Node make_node(Deployment deployment);
-  // Returns the stores on `master`, made at first use.
-  Node& store_on(const redis::HostPort& master);
+  // Returns the stores on `master` (style_stores()), made at first use.
+  StyleStores& store_on(const redis::HostPort& master);
 
   // Runs `step` on the store of the master that serves lock `name`,
   // following redirections (cluster::retry_after() decides).
@@ -116,7 +106,7 @@ private:
   // Where a MOVED last sent each slot: newer than any map read since, as a
   // node that is asked may not have heard of the move yet.
   std::map<int, redis::HostPort> m_moved;
-  std::map<std::string, Node> m_stores; // by address
+  std::map<std::string, StyleStores> m_stores; // by address
   std::string m_last; // the address of the last step's master, for idle_fd
   // The master that last did not answer: asked last for the map, as it may
   // be frozen and hold each read up for the step's whole time.

@@ -2,6 +2,7 @@
 #include <rlock/store/cluster_store.hpp>
 #include <rlock/store/discovering_store.hpp>
 #include <rlock/store/redis_store.hpp>
+#include <rlock/store/style_stores.hpp>
 #include <rlock/util/log.hpp>
 #include <rlock/util/text.hpp>
 
@@ -65,22 +66,38 @@ cluster_mode_of(const redis::Reply& info, const redis::Reply& cluster_info) {
 }
 
 DiscoveringStore::DiscoveringStore(Deployment deployment)
-    : DiscoveringStore(
-        deployment, std::make_unique<RedisStore>(deployment), false, false) {
+    : DiscoveringStore(deployment, style_stores(deployment, false)) {
 }
 
-DiscoveringStore::DiscoveringStore(Deployment deployment,
-                                   std::unique_ptr<LockStore> store,
-                                   bool cluster,
-                                   bool looked)
-    : m_deployment(std::move(deployment)), m_store(std::move(store)),
-      m_cluster(cluster), m_looked(looked) {
+DiscoveringStore::DiscoveringStore(Deployment deployment, StyleStores single)
+    : m_deployment(std::move(deployment)), m_store(std::move(single.store)),
+      m_single(single.redis) {
 }
 
 std::unique_ptr<LockStore>
 DiscoveringStore::another() const {
-  return std::unique_ptr<LockStore>(new DiscoveringStore(
-      m_deployment, m_store->another(), m_cluster, m_looked));
+  if (m_cluster) {
+    std::unique_ptr<DiscoveringStore> store(
+        new DiscoveringStore(m_deployment, {m_store->another(), nullptr}));
+    store->m_cluster = true;
+    store->m_looked = true;
+    return store;
+  }
+  auto single = style_stores(m_deployment, false);
+  single.redis->require_replicas(m_single->required_replicas());
+  std::unique_ptr<DiscoveringStore> store(
+      new DiscoveringStore(m_deployment, std::move(single)));
+  store->m_looked = m_looked;
+  return store;
+}
+
+// rlock's own keys depend on whether the server is a cluster node when the
+// NAME or prefix holds a brace; an application's (--compat) never do, as
+// rlock's keys beside them carry a hash tag on one server too.
+bool
+DiscoveringStore::layout_depends_on_mode(std::string_view name) const {
+  return m_deployment.compat.style == LockStyle::rlock
+         && (has_brace(name) || has_brace(m_deployment.prefix));
 }
 
 // A brace in the prefix would split a lock's keys over slots, or put every
@@ -103,6 +120,7 @@ DiscoveringStore::switch_to_cluster() {
   cluster.topology = Cluster{redis::ClusterSeeds{
       {redis::HostPort{endpoint.host, endpoint.port}}, endpoint}};
   m_store = std::make_unique<ClusterStore>(std::move(cluster));
+  m_single = nullptr;
   m_store->set_deadline(m_deadline);
   m_cluster = true;
   m_looked = true;
@@ -113,7 +131,7 @@ DiscoveringStore::look_for_cluster(bool must_know) {
   if (m_looked) {
     return;
   }
-  const auto cluster = ask_cluster_mode(static_cast<RedisStore&>(*m_store));
+  const auto cluster = ask_cluster_mode(*m_single);
   if (!cluster) {
     if (must_know) {
       throw Error(
@@ -137,7 +155,7 @@ DiscoveringStore::look_for_cluster(bool must_know) {
 // and a MOVED says which one holds: no question asked.
 void
 DiscoveringStore::settle_layout(std::string_view name) {
-  if (!m_looked && (has_brace(name) || has_brace(m_deployment.prefix))) {
+  if (!m_looked && layout_depends_on_mode(name)) {
     look_for_cluster(true);
   }
 }
@@ -167,18 +185,18 @@ void
 DiscoveringStore::release_quietly(std::string_view name,
                                   const std::string& token) noexcept {
   // Nothing was taken under a layout not known yet.
-  if (m_looked || !(has_brace(name) || has_brace(m_deployment.prefix))) {
+  if (m_looked || !layout_depends_on_mode(name)) {
     m_store->release_quietly(name, token);
   }
 }
 
 StatusSnapshot
 DiscoveringStore::read_locks(const std::vector<std::string>& names) {
-  bool braces = has_brace(m_deployment.prefix);
+  bool depends = layout_depends_on_mode("");
   for (const auto& name : names) {
-    braces = braces || has_brace(name);
+    depends = depends || layout_depends_on_mode(name);
   }
-  look_for_cluster(braces);
+  look_for_cluster(depends);
   return through<StatusSnapshot>(
       "", [&](LockStore& store) { return store.read_locks(names); });
 }

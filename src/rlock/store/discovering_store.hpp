@@ -2,6 +2,7 @@
 
 #include <rlock/lock/deployment.hpp>
 #include <rlock/store/forwarding_store.hpp>
+#include <rlock/store/style_stores.hpp>
 
 #include <memory>
 #include <optional>
@@ -16,16 +17,17 @@ namespace rlock::lock {
 std::optional<bool> cluster_mode_of(const redis::Reply& info,
                                     const redis::Reply& cluster_info);
 
-// The store of a plain redis:// URL: one server, until that server turns
-// out to be a Redis Cluster node; from then on the cluster, with the URL's
-// node as its seed. A managed Redis in cluster mode hands out one such URL
-// (a configuration endpoint). For a NAME or prefix without braces both key
-// layouts are the same, and the server's MOVED (or CROSSSLOT) answer says it
-// is a cluster node: the command did not run, and the step runs again on
-// the cluster. For a NAME or prefix with a brace the layouts differ, so the
-// server is asked whether it is a cluster node (INFO cluster and CLUSTER
-// INFO, one round trip) before the first step; status and doctor always
-// ask.
+// The store of a plain redis:// URL, in the deployment's lock style
+// (--compat): one server, until that server turns out to be a Redis
+// Cluster node; from then on the cluster, with the URL's node as its seed.
+// A managed Redis in cluster mode hands out one such URL (a configuration
+// endpoint). For a NAME or prefix without braces (and for an application's
+// lock always) both key layouts are the same, and the server's MOVED (or
+// CROSSSLOT) answer says it is a cluster node: the command did not run,
+// and the step runs again on the cluster. For rlock's own lock with a
+// brace in its NAME or prefix the layouts differ, so the server is asked
+// whether it is a cluster node (INFO cluster and CLUSTER INFO, one round
+// trip) before the first step; status and doctor always ask.
 class DiscoveringStore final : public ForwardingStore {
 public:
   explicit DiscoveringStore(Deployment deployment);
@@ -51,10 +53,10 @@ protected:
                 const std::function<void(LockStore&)>& step) override;
 
 private:
-  DiscoveringStore(Deployment deployment,
-                   std::unique_ptr<LockStore> store,
-                   bool cluster,
-                   bool looked);
+  DiscoveringStore(Deployment deployment, StyleStores single);
+
+  // True when the keys of lock `name` differ on a cluster node.
+  bool layout_depends_on_mode(std::string_view name) const;
 
   // Asks the server whether it is a cluster node, unless it was asked
   // already or `name` has the same keys either way.
@@ -68,7 +70,10 @@ private:
   void switch_to_cluster();
 
   Deployment m_deployment;
-  std::unique_ptr<LockStore> m_store; // a RedisStore, then a ClusterStore
+  // The style's store on the one server (style_stores()), then a
+  // ClusterStore; while on the one server, the RedisStore under it.
+  std::unique_ptr<LockStore> m_store;
+  RedisStore* m_single = nullptr;
   bool m_cluster = false;
   bool m_looked = false; // the server said whether it is a cluster node
   std::optional<BootTime> m_deadline;
