@@ -123,6 +123,20 @@ semaphore() {
   timeout -k 5 "$RL_LIMIT" node "$NODE_DIR/client.js" --mutex "$@"
 }
 
+# busy_throughout SECONDS CLIENT ARG...: the client's one-try probe says
+# busy (exit 1) every time for SECONDS, and it tried at least twice.
+busy_throughout() {
+  local deadline=$((SECONDS + $1)) tries=0
+  shift
+  while ((SECONDS < deadline)); do
+    run "$@"
+    [ "$status" -eq 1 ]
+    [ "$output" = busy ]
+    tries=$((tries + 1))
+  done
+  ((tries >= 2))
+}
+
 @test "a redlock holder keeps rlock out: -n exits 75, -w runs after its release" {
   bg node "$NODE_DIR/client.js" hold job 3000 1500 "$RLOCK_URL"
   local holder=$BG_PID
@@ -141,14 +155,7 @@ semaphore() {
     'while [ ! -e "$1" ]; do sleep 0.02; done' _ "$BATS_TEST_TMPDIR/go"
   local holder=$BG_PID
   wait_until 10 key_exists job
-  local deadline=$((SECONDS + 6)) tries=0
-  while ((SECONDS < deadline)); do
-    run redlock probe job "$RLOCK_URL"
-    [ "$status" -eq 1 ]
-    [ "$output" = busy ]
-    tries=$((tries + 1))
-  done
-  ((tries >= 2))
+  busy_throughout 6 redlock probe job "$RLOCK_URL"
   touch "$BATS_TEST_TMPDIR/go"
   reap "$holder"
   run redlock probe job "$RLOCK_URL"
@@ -182,14 +189,7 @@ semaphore() {
   for i in 1 2 3; do
     [ "$(q_value "$i" job)" = "$token" ]
   done
-  local deadline=$((SECONDS + 5)) tries=0
-  while ((SECONDS < deadline)); do
-    run redlock probe job "${Q_URLS[@]}"
-    [ "$status" -eq 1 ]
-    [ "$output" = busy ]
-    tries=$((tries + 1))
-  done
-  ((tries >= 2))
+  busy_throughout 5 redlock probe job "${Q_URLS[@]}"
   # Renewed, not re-created: still rlock's token everywhere, past two TTLs.
   for i in 1 2 3; do
     [ "$(q_value "$i" job)" = "$token" ]
@@ -326,14 +326,7 @@ released" ]
   local holder=$BG_PID token
   wait_until 10 test -s "$BATS_TEST_TMPDIR/token"
   token=$(<"$BATS_TEST_TMPDIR/token")
-  local deadline=$((SECONDS + 6)) tries=0
-  while ((SECONDS < deadline)); do
-    run semaphore probe job "$RLOCK_URL"
-    [ "$status" -eq 1 ]
-    [ "$output" = busy ]
-    tries=$((tries + 1))
-  done
-  ((tries >= 2))
+  busy_throughout 6 semaphore probe job "$RLOCK_URL"
   # Renewed, not re-created: still rlock's token, past two TTLs.
   [ "$(redis_cli get mutex:job)" = "$token" ]
   touch "$BATS_TEST_TMPDIR/go"
@@ -400,14 +393,7 @@ released" ]
     'while [ ! -e "$1" ]; do sleep 0.02; done' _ "$BATS_TEST_TMPDIR/go"
   holder=$BG_PID
   wait_until 10 q_has_on 3 mutex:job
-  local deadline=$((SECONDS + 4)) tries=0
-  while ((SECONDS < deadline)); do
-    run semaphore probe job "${Q_URLS[@]}"
-    [ "$status" -eq 1 ]
-    [ "$output" = busy ]
-    tries=$((tries + 1))
-  done
-  ((tries >= 2))
+  busy_throughout 4 semaphore probe job "${Q_URLS[@]}"
   touch "$BATS_TEST_TMPDIR/go"
   reap "$holder"
   for i in 1 2 3; do

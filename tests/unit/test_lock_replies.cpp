@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include "replies.hpp"
+#include "thrown.hpp"
 
 using namespace std::chrono_literals;
 using namespace rlock;
 using redis::Reply;
 using namespace test_replies;
+using test_thrown::failure_of;
 
 namespace {
 
@@ -25,21 +27,6 @@ held_reply() {
                 integer(3),
                 integer(30'000),
                 integer(27'500)});
-}
-
-// Returns the message of the Error (exit 69) that `decode` throws; fails
-// when it throws nothing.
-template <typename Decode>
-std::string
-failure_of(Decode&& decode) {
-  try {
-    (void)decode();
-  } catch (const Error& e) {
-    CHECK(rlock::exit_code::for_error(e.kind()) == exit_code::k_unavailable);
-    return e.what();
-  }
-  FAIL("nothing was thrown");
-  return {};
 }
 
 // The grant in an answer, which must be one.

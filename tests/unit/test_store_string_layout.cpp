@@ -7,31 +7,18 @@
 #include <catch2/catch.hpp>
 
 #include "replies.hpp"
+#include "thrown.hpp"
 
 using namespace std::chrono_literals;
 using namespace rlock;
 using namespace rlock::lock;
 using redis::Reply;
 using namespace test_replies;
+using test_thrown::failure_of;
 
 namespace {
 
 const std::string k_what = "cannot acquire lock 'job'";
-
-// Returns the message of the Error (exit 69) that `decode` throws; fails
-// when it throws nothing.
-template <typename Decode>
-std::string
-failure_of(Decode&& decode) {
-  try {
-    (void)decode();
-  } catch (const Error& e) {
-    CHECK(rlock::exit_code::for_error(e.kind()) == exit_code::k_unavailable);
-    return e.what();
-  }
-  FAIL("no error thrown");
-  return {};
-}
 
 // Replies of another shape than the string scripts', each unreadable.
 std::vector<Reply>

@@ -30,7 +30,8 @@ style_stores(Deployment deployment, bool cluster_node) {
     return over_redis(
         std::make_unique<RedissonStore>(std::move(deployment), cluster_node));
   }
-  auto store = std::make_unique<RedisStore>(std::move(deployment), cluster_node);
+  auto store =
+      std::make_unique<RedisStore>(std::move(deployment), cluster_node);
   StyleStores stores;
   stores.redis = store.get();
   stores.store = std::move(store);
