@@ -149,6 +149,10 @@ doctor_says_unknown() {
   source "$BATS_TEST_DIRNAME/acl.bash"
   local command missing=()
   while read -r command; do
+    # SPUBLISH: only --compat redisson's release on a Redis 7 Cluster, through
+    # pcall (refused, the plain PUBLISH still goes out; docs/sharing.md says
+    # what such a user needs); +spublish would make Redis 6 refuse the rule.
+    [[ $command == spublish ]] && continue
     [[ " $RLOCK_ACL_RULE " == *" +$command "* ]] || missing+=("$command")
   done < <(grep -ohE "redis\.p?call\(\s*['\"][A-Za-z]+" \
     "$BATS_TEST_DIRNAME"/../../src/rlock/redis/scripts/*.lua |
