@@ -77,7 +77,9 @@ row_of(const lock::LockState& state,
   } else {
     row.insert(row.end(),
                {printable(state.user.empty() && state.pid == 0
-                              ? state.host // an application's (--compat)
+                              // An application's (--compat): its host, if
+                              // its value names one.
+                              ? (state.host.empty() ? "-" : state.host)
                               : state.user + "@" + state.host + ":"
                                     + std::to_string(state.pid)),
                 held_text(now_ms, state.acquired_ms),

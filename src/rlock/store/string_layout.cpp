@@ -43,8 +43,8 @@ integer_at(const redis::Reply& reply, std::size_t i, const std::string& what) {
 throw_wrong_type(const std::string& type, const std::string& what) {
   throw redis::Failure(redis::FailureKind::unexpected_reply,
                        what + ": the key holds a " + type
-                           + ", not a string: it is not a lock of the string "
-                             "style, and is neither taken nor shared");
+                           + ", not a string as this style keeps its lock: "
+                             "it is neither taken nor shared");
 }
 
 // A held key's {value, pttl} as a waiter reads it: the library sends no
