@@ -96,6 +96,7 @@ main(int argc, char** argv) {
         .rlock_password_command = env("RLOCK_PASSWORD_COMMAND"),
         .rediscli_auth = env("REDISCLI_AUTH"),
         .rlock_name = env("RLOCK_NAME"),
+        .rlock_compat = env("RLOCK_COMPAT"),
         .restart_grace = env("RLOCK_RESTART_GRACE"),
         .sentinel_password = env("RLOCK_SENTINEL_PASSWORD"),
         .replicas = env("RLOCK_REPLICAS"),

@@ -78,6 +78,8 @@ app() {
   run -0 rl status --compat string job
   echo "$output"
   [[ $output == *"$token"* ]]
+  # No host in the value: '-' under HOLDER, so that columns stay columns.
+  [ "$(echo "$output" | awk 'NR == 2 { print $2 }')" = - ]
   rl status --compat string --json job >"$BATS_TEST_TMPDIR/s.json"
   cat "$BATS_TEST_TMPDIR/s.json"
   [[ $(json_get "$BATS_TEST_TMPDIR/s.json" '[0,"held"]') == true ]]
@@ -159,6 +161,29 @@ app() {
   [[ $output == "rlock: --compat redisson: extend needs -t/--ttl"* ]]
   run -1 rl check --compat string job --token wrong
   run -1 rl extend --compat string job --token wrong --ttl 60s
+}
+
+@test "\$RLOCK_COMPAT: after eval acquire --compat string --env, check/extend/release of that NAME need neither --token nor --compat" {
+  run -0 --separate-stderr timeout 30 bash -c '
+    eval "$("$1" acquire --compat string --env -t 10s job)" || exit 9
+    [ "$RLOCK_COMPAT" = string ] || exit 8
+    "$1" check job && echo checked &&
+    "$1" extend -t 60s job && echo extended &&
+    "$1" release job && echo released &&
+    { "$1" check job; echo "check after release: $?"; }' _ "$RLOCK"
+  echo "$output"
+  [ "$output" = "$(printf '%s\n' checked extended released 'check after release: 1')" ]
+  key_absent job
+  # Bound to $RLOCK_NAME: another lock's steps keep rlock's own layout.
+  local token
+  token=$(rl acquire -t 30s other)
+  RLOCK_NAME=job RLOCK_COMPAT=string run -0 rl check other --token "$token"
+  # Run mode's child: its own lock's style, and empty for rlock's own.
+  run -0 rl --compat string job sh -c \
+    'echo "$RLOCK_COMPAT"; "$1" extend -t 30s job && echo extended' _ "$RLOCK"
+  [ "$output" = "$(printf '%s\n' string extended)" ]
+  RLOCK_COMPAT=string run -0 rl job sh -c 'echo "[$RLOCK_COMPAT]"'
+  [ "$output" = "[]" ]
 }
 
 @test "RLOCK_FENCE comes from rlock's counter beside the key, and grows" {

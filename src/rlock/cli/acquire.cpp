@@ -1,5 +1,6 @@
 #include <rlock/cli/acquire.hpp>
 #include <rlock/cli/exit_codes.hpp>
+#include <rlock/cli/raw_options.hpp>
 #include <rlock/cli/steps.hpp>
 #include <rlock/cli/wait_hooks.hpp>
 #include <rlock/lock/describe.hpp>
@@ -120,10 +121,14 @@ output_of(const AcquireOptions& options,
              + "\nexport RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE "
                "RLOCK_SLOT\n";
     }
+    // RLOCK_COMPAT always: the one a former eval left must not stay
+    // beside another lock's RLOCK_NAME.
     return "RLOCK_NAME=" + shell_join({name})
            + "\nRLOCK_KEY=" + shell_join({key}) + "\nRLOCK_TOKEN=" + token
-           + "\nRLOCK_FENCE=" + std::to_string(fence)
-           + "\nexport RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE\n";
+           + "\nRLOCK_FENCE=" + std::to_string(fence) + "\nRLOCK_COMPAT="
+           + shell_join({detail::compat_text(options.server.compat)})
+           + "\nexport RLOCK_NAME RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE "
+             "RLOCK_COMPAT\n";
   case Output::token:
     break;
   }

@@ -36,6 +36,8 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   options.min_validity = detail::duration_or(
       check.min_validity, defaults::k_min_validity, "--min-validity", true);
   options.name = detail::validated_name(check.name);
+  options.server.compat =
+      detail::step_compat_of(raw, options.server, options.name, environment);
   options.token = detail::token_of(check.token, options.name, environment);
   return options;
 }

@@ -96,4 +96,33 @@ compat_of(const RawOptions& raw, const lock::Deployment& server) {
   return compat;
 }
 
+lock::Compat
+step_compat_of(const RawOptions& raw,
+               const lock::Deployment& server,
+               const std::string& name,
+               const Environment& environment) {
+  if (raw.compat || !environment.rlock_compat
+      || environment.rlock_compat->empty() || environment.rlock_name != name) {
+    return server.compat;
+  }
+  RawOptions from_environment = raw;
+  from_environment.compat = environment.rlock_compat;
+  return compat_of(from_environment, server);
+}
+
+std::string
+compat_text(const lock::Compat& compat) {
+  switch (compat.style) {
+  case lock::LockStyle::rlock:
+    break;
+  case lock::LockStyle::string:
+    return "string";
+  case lock::LockStyle::shedlock:
+    return "shedlock:" + compat.shedlock_env;
+  case lock::LockStyle::redisson:
+    return "redisson";
+  }
+  return "";
+}
+
 } // namespace rlock::cli::detail

@@ -31,12 +31,15 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   options.log_level = detail::log_level_of(raw);
   options.server = detail::server_of(raw, environment);
   options.length = detail::optional_duration_of(extend.length, "--ttl", false);
-  if (raw.compat && !options.length) {
-    throw_usage("--compat " + *raw.compat
+  options.name = detail::validated_name(extend.name);
+  options.server.compat =
+      detail::step_compat_of(raw, options.server, options.name, environment);
+  if (options.server.compat.style != lock::LockStyle::rlock
+      && !options.length) {
+    throw_usage("--compat " + detail::compat_text(options.server.compat)
                 + ": extend needs -t/--ttl: the application's key records no "
                   "lease length");
   }
-  options.name = detail::validated_name(extend.name);
   options.token = detail::token_of(extend.token, options.name, environment);
   return options;
 }

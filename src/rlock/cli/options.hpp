@@ -129,6 +129,7 @@ struct Environment {
   std::optional<std::string> rlock_password_command; // $RLOCK_PASSWORD_COMMAND
   std::optional<std::string> rediscli_auth;          // $REDISCLI_AUTH
   std::optional<std::string> rlock_name;    // $RLOCK_NAME: $RLOCK_TOKEN's lock
+  std::optional<std::string> rlock_compat;  // $RLOCK_COMPAT: its --compat
   std::optional<std::string> restart_grace; // $RLOCK_RESTART_GRACE
   std::optional<std::string> sentinel_password; // $RLOCK_SENTINEL_PASSWORD
   std::optional<std::string> replicas;          // $RLOCK_REPLICAS

@@ -216,6 +216,19 @@ lock::Deployment server_of(const RawOptions& raw,
 // --once-per, a quorum of servers).
 lock::Compat compat_of(const RawOptions& raw, const lock::Deployment& server);
 
+// Returns the style of lock `name` for a step that acts on a holder's token
+// (extend, release, check): --compat when given, else $RLOCK_COMPAT when
+// $RLOCK_NAME says it is this lock's (acquire --env and run mode set both),
+// else `server`'s (rlock's own).
+lock::Compat step_compat_of(const RawOptions& raw,
+                            const lock::Deployment& server,
+                            const std::string& name,
+                            const Environment& environment);
+
+// Returns the text --compat takes for `compat` ("" for rlock's own style),
+// for $RLOCK_COMPAT.
+std::string compat_text(const lock::Compat& compat);
+
 // Returns the token of `name`: `typed` (--token), else $RLOCK_TOKEN when
 // $RLOCK_NAME says it is this lock's.
 std::string token_of(const std::string& typed,

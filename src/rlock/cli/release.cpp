@@ -36,6 +36,8 @@ options_of(const detail::RawOptions& raw, const Environment& environment) {
   options.server = detail::server_of(raw, environment);
   options.force = release.force;
   options.name = detail::validated_name(release.name);
+  options.server.compat =
+      detail::step_compat_of(raw, options.server, options.name, environment);
   if (!options.force) {
     options.token = detail::token_of(release.token, options.name, environment);
   }

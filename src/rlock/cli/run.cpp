@@ -1,4 +1,5 @@
 #include <rlock/cli/exit_codes.hpp>
+#include <rlock/cli/raw_options.hpp>
 #include <rlock/cli/run.hpp>
 #include <rlock/cli/server.hpp>
 #include <rlock/cli/steps.hpp>
@@ -178,6 +179,8 @@ child_spec(const Held& held, const proc::SignalBlock& signals) {
                       "RLOCK_TOKEN=" + lock.token(),
                       "RLOCK_SUPERVISED_TOKEN=" + lock.token(),
                       "RLOCK_FENCE=" + std::to_string(lock.fence()),
+                      "RLOCK_COMPAT="
+                          + detail::compat_text(held.options.server.compat),
                       run_marker(lock.token())};
   if (lock.slot() >= 0) {
     spec.environment.push_back("RLOCK_SLOT=" + std::to_string(lock.slot()));
