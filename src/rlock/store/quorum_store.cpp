@@ -14,7 +14,7 @@
 #include <rlock/store/quorum_wakeups.hpp>
 #include <rlock/store/replies.hpp>
 #include <rlock/store/string_layout.hpp>
-#include <rlock/store/string_store.hpp>
+#include <rlock/store/style_stores.hpp>
 #include <rlock/util/error.hpp>
 #include <rlock/util/fd.hpp>
 #include <rlock/util/log.hpp>
@@ -58,11 +58,10 @@ QuorumStore::QuorumStore(const Deployment& deployment)
     one.topology = std::visit(
         [](const auto& where) -> Topology { return where; }, member.where);
     one.replicas = member.replicas;
+    auto stores = style_stores(std::move(one), false);
     Member added;
-    if (deployment.compat.style == LockStyle::string) {
-      added.styled = std::make_unique<StringStore>(one);
-    }
-    added.store = std::make_unique<RedisStore>(std::move(one));
+    added.styled = std::move(stores.store);
+    added.store = stores.redis;
     m_members.push_back(std::move(added));
   }
 }
@@ -85,8 +84,7 @@ QuorumStore::another() const {
 
 LockStore&
 QuorumStore::viewer(std::size_t member) const {
-  const auto& m = m_members[member];
-  return m.styled ? *m.styled : *m.store;
+  return *m_members[member].styled;
 }
 
 std::string

@@ -99,10 +99,11 @@ public:
 
 private:
   struct Member {
-    std::unique_ptr<RedisStore> store;
-    // For a layout other than rlock's: the one-server store of the style,
-    // for the views of status and the waiters' wake-ups.
+    // The style's store on this server (style_stores()): status and the
+    // waiters' wake-ups read through it. `store` is the RedisStore under
+    // it, whose connection the rounds drive.
     std::unique_ptr<LockStore> styled;
+    RedisStore* store = nullptr;
     // The run_id the server reported on the current connection ("" until
     // asked, or when it refused INFO).
     std::string run_id;

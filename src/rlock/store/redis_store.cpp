@@ -1,5 +1,6 @@
-// About 600 lines: one server's steps plus the Sentinel re-checks around
-// WAIT.
+// RedisStore's lock steps on its one server (or Sentinel master); the
+// connection under them, with the confirmations by replicas and sentinels,
+// is in redis_store_session.cpp.
 
 #include <rlock/lock/restart_grace.hpp>
 #include <rlock/lock/server_facts.hpp>
@@ -14,18 +15,6 @@
 #include <rlock/util/text.hpp>
 
 namespace rlock::lock {
-
-namespace {} // namespace
-
-redis::ConnectOptions
-bounded_by(redis::ConnectOptions options, std::optional<BootTime> deadline) {
-  if (deadline) {
-    const Duration left = *deadline - boot_now();
-    options.connect_timeout = std::min(options.connect_timeout, left);
-    options.io_timeout = std::min(options.io_timeout, left);
-  }
-  return options;
-}
 
 RedisStore::RedisStore(Deployment deployment, bool cluster_node)
     : m_deployment(std::move(deployment)), m_cluster_node(cluster_node) {
@@ -74,101 +63,13 @@ RedisStore::keys(std::string_view name) const {
   return keys_for(key_space(), name);
 }
 
-// The replies of the connection's login, and of the sentinels asked where
-// the master is, count against the deadline too.
-redis::ConnectOptions
-RedisStore::bounded_options() const {
-  return bounded_by(m_deployment.connect, m_deadline);
-}
-
-redis::Connection&
-RedisStore::connection() {
-  if (!m_connection) {
-    m_connection.emplace(open_connection(bounded_options()));
-  }
-  const Duration io = m_deployment.connect.io_timeout;
-  m_connection->set_io_timeout(
-      m_deadline ? std::min(io, *m_deadline - boot_now()) : io);
-  return *m_connection;
-}
-
-redis::Connection
-RedisStore::open_connection(const redis::ConnectOptions& options) {
-  if (sentinel()) {
-    redis::Role role;
-    auto connection = redis::open_master(*sentinel(), options, &role);
-    m_connected_replicas = role.replicas;
-    log::info("the sentinels name " + connection.address() + " as master "
-              + quote(sentinel()->name));
-    return connection;
-  }
-  return redis::Connection::open(endpoint(), options);
-}
-
-redis::Endpoint
-RedisStore::locate(const redis::ConnectOptions& options) {
-  if (sentinel()) {
-    return redis::locate_master(*sentinel(), options);
-  }
-  return endpoint();
-}
-
-int
-RedisStore::replicas_to_confirm(redis::Connection& c) {
-  const auto& policy = m_deployment.replicas;
-  if (!m_required_replicas) {
-    const bool counted = policy.mode == ReplicaPolicy::Mode::count;
-    // Sentinel's connections asked ROLE when they were made.
-    const int connected = counted                ? 0
-                          : m_connected_replicas ? *m_connected_replicas
-                                                 : redis::role_of(c).replicas;
-    m_required_replicas = lock::required_replicas(policy, connected);
-    if (!counted && *m_required_replicas == 0) {
-      // Said without -v: the lock then survives no failover.
-      log::warning("no replica of " + c.address()
-                   + " is connected: the lock is not confirmed by any");
-    } else if (*m_required_replicas > 0) {
-      log::info("each write of the lock waits for "
-                + std::to_string(*m_required_replicas) + " replica"
-                + (*m_required_replicas == 1 ? "" : "s") + " of " + c.address()
-                + " to confirm it");
-    }
-  }
-  return *m_required_replicas;
-}
-
-int
-RedisStore::confirm(redis::Connection& c,
-                    const std::string& what,
-                    Duration limit) {
-  const auto& policy = m_deployment.replicas;
-  const int required = replicas_to_confirm(c);
-  if (required == 0) {
-    return 0;
-  }
-  // WAIT answers when its timeout ends: a quarter of the connection's reply
-  // timeout (the step's deadline, --io-timeout) is kept for that answer.
-  const auto timeout =
-      confirmation_timeout(policy, std::min(limit, c.io_timeout() * 3 / 4));
-  const int confirmed = redis::wait_for_replicas(c, required, timeout);
-  if (confirmed < required) {
-    throw redis::Failure(redis::FailureKind::unconfirmed,
-                         "only " + std::to_string(confirmed) + " of "
-                             + std::to_string(required) + " replicas of "
-                             + c.address() + " confirmed " + what + " within "
-                             + format_duration(timeout));
-  }
-  return confirmed;
-}
-
 // A step that failed may have left a reply unread or the connection broken:
 // the next step starts on a new one.
 template <typename Step>
 auto
 RedisStore::on_connection(Step&& step) {
   try {
-    auto& c = connection();
-    c.set_asking(std::exchange(m_asking, false));
+    auto& c = session();
     auto result = step(c);
     c.set_asking(false);
     return result;
@@ -336,32 +237,6 @@ RedisStore::renew_on(redis::Connection& c,
   return renewal;
 }
 
-// With Sentinel, once replicas confirmed a write: where the sentinels stand
-// on the master `c` reached. For a graceful failover the sentinels go on
-// naming the old master for about a second after the replica to promote
-// left it; a write confirmed then by another replica is lost when that one
-// resyncs from the new master. The sentinel leading the failover says so
-// (failover_in_progress). Current without Sentinel or when no replica is
-// asked for (the write then has no confirmation to judge).
-redis::MasterStanding
-RedisStore::sentinels_on(redis::Connection& c) {
-  if (!sentinel() || replicas_to_confirm(c) == 0) {
-    return {redis::MasterStanding::Kind::current, std::nullopt, {}};
-  }
-  auto options = bounded_options();
-  if (m_deadline) {
-    // Half of what is left: the reply must still come before the deadline.
-    const Duration half = (*m_deadline - boot_now()) / 2;
-    options.connect_timeout = std::min(options.connect_timeout, half);
-    options.io_timeout = std::min(options.io_timeout, half);
-  }
-  const auto& master = *sentinel();
-  return redis::standing_of(redis::ask_sentinels(master, options),
-                            master.sentinels.size(),
-                            c.address(),
-                            master.name);
-}
-
 bool
 RedisStore::release(std::string_view name, const std::string& token) {
   return on_current_master([&](redis::Connection& c) {
@@ -491,110 +366,6 @@ RedisStore::subscribe_to(const std::vector<std::string>& channels,
 void
 RedisStore::connect() {
   on_connection([](redis::Connection&) { return true; });
-}
-
-void
-RedisStore::disconnect() {
-  m_connection.reset();
-}
-
-void
-RedisStore::set_deadline(std::optional<BootTime> deadline) {
-  m_deadline = deadline;
-}
-
-int
-RedisStore::idle_fd() const {
-  return m_connection ? m_connection->fd() : -1;
-}
-
-// A TLS record without data (a session ticket after the handshake) is
-// neither closed nor unasked: reading it quiets the socket.
-bool
-RedisStore::idle_connection_broken() {
-  if (!m_connection) {
-    return false;
-  }
-  try {
-    if (!m_connection->take_arrived_reply(true)) {
-      return false;
-    }
-  } catch (...) {
-  }
-  m_connection.reset();
-  return true;
-}
-
-redis::Connection&
-RedisStore::session() {
-  try {
-    // An ASK redirection's ASKING goes with each command of the step that
-    // asks for the session now, and with none after it.
-    auto& c = connection();
-    c.set_asking(std::exchange(m_asking, false));
-    return c;
-  } catch (...) {
-    m_connection.reset();
-    throw;
-  }
-}
-
-redis::Connection&
-RedisStore::master_session() {
-  const bool reused = m_connection.has_value();
-  auto& c = session();
-  if (reused && sentinel()) {
-    try {
-      redis::check_still_master(*sentinel(), c, bounded_options());
-    } catch (...) {
-      m_connection.reset();
-      throw;
-    }
-  }
-  return c;
-}
-
-int
-RedisStore::confirm_write(redis::Connection& c,
-                          const std::string& what,
-                          Duration limit) {
-  const int confirmed = confirm(c, what, limit);
-  const auto standing = sentinels_on(c);
-  if (standing.kind != redis::MasterStanding::Kind::current) {
-    throw redis::Failure(redis::FailureKind::not_master,
-                         what + " on " + c.address()
-                             + " does not count: " + standing.why);
-  }
-  return confirmed;
-}
-
-void
-RedisStore::adopt(redis::Connection connection) {
-  m_connection.emplace(std::move(connection));
-}
-
-std::string
-RedisStore::address() const {
-  if (sentinel() && !sentinel()->sentinels.empty()) {
-    return "master " + quote(sentinel()->name) + " of sentinel "
-           + sentinel()->sentinels.front().address();
-  }
-  return endpoint().address();
-}
-
-void
-RedisStore::ask_next() {
-  m_asking = true;
-}
-
-std::optional<int>
-RedisStore::required_replicas() const {
-  return m_required_replicas;
-}
-
-void
-RedisStore::require_replicas(std::optional<int> replicas) {
-  m_required_replicas = replicas;
 }
 
 ClusterShardState
