@@ -174,7 +174,7 @@ graceful_round() {
 }
 
 # The same for a lock kept in an application's layout: --compat string and
-# redisson write through the same master checks (RedisStore::master_session,
+# redisson write through the same master checks (RedisStore::on_current_master,
 # confirm_write) as rlock's own locks.
 @test "graceful SENTINEL FAILOVER with --compat string and --compat redisson: never two holders" {
   graceful_round 1 --compat string

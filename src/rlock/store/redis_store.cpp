@@ -63,58 +63,6 @@ RedisStore::keys(std::string_view name) const {
   return keys_for(key_space(), name);
 }
 
-// A step that failed may have left a reply unread or the connection broken:
-// the next step starts on a new one.
-template <typename Step>
-auto
-RedisStore::on_connection(Step&& step) {
-  try {
-    auto& c = session();
-    auto result = step(c);
-    c.set_asking(false);
-    return result;
-  } catch (const redis::Failure& failure) {
-    m_connection.reset();
-    // The master Sentinel named has been demoted since: a failover.
-    if (sentinel() && failure.server_code() == "READONLY") {
-      throw redis::Failure(
-          redis::FailureKind::not_master,
-          std::string(failure.what())
-              + " (demoted by Sentinel: a failover under way)");
-    }
-    if (redis::is_unknown_command(failure.server_error())) {
-      throw redis::Failure(redis::FailureKind::server_error,
-                           endpoint().address()
-                               + " does not know rlock's commands (a Redis "
-                                 "Sentinel? name it in a redis+sentinel:// "
-                                 "URL): "
-                               + failure.what(),
-                           failure.server_code(),
-                           failure.server_error());
-    }
-    throw;
-  } catch (...) {
-    m_connection.reset();
-    throw;
-  }
-}
-
-// A step that must reach the master of now. With Sentinel, a connection
-// made before a failover may reach the old master, which goes on answering
-// as one (a zombie) until Sentinel demotes it: the sentinels are asked
-// first whenever the connection is not new.
-template <typename Step>
-auto
-RedisStore::on_current_master(Step&& step) {
-  const bool reused = m_connection.has_value();
-  return on_connection([&](redis::Connection& c) {
-    if (reused && sentinel()) {
-      redis::check_still_master(*sentinel(), c, bounded_options());
-    }
-    return step(c);
-  });
-}
-
 AcquireAttempt
 RedisStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   const auto lock_keys = keys(request.name);

@@ -82,11 +82,18 @@ public:
   // Sentinel, which must be asked where the master is).
   void adopt(redis::Connection connection);
 
-  // For a store that keeps the lock in another layout (--compat): the
-  // connection to the master of now, as session() gives it but, with
-  // Sentinel, asked again when it is reused (an old master can go on
-  // answering after a failover). Throws Failure.
-  redis::Connection& master_session();
+  // Runs `step` on the session, as every step of this store (and of a
+  // style's store over it, --compat) runs: a failure drops the connection,
+  // and with Sentinel a READONLY reply (the master demoted) is a failover
+  // under way (not_master). Throws Failure.
+  template <typename Step>
+  auto on_connection(Step&& step);
+  // The same for a step that must reach the master of now: with Sentinel,
+  // a connection made before a failover may reach the old master, which
+  // goes on answering as one until Sentinel demotes it, so the sentinels
+  // are asked first whenever the connection is not new.
+  template <typename Step>
+  auto on_current_master(Step&& step);
 
   // After a write on `c` (`what`, for messages; `limit` bounds the wait):
   // the replicas the policy asks for confirm it and, with Sentinel, the
@@ -140,10 +147,12 @@ private:
   // Where the sentinels stand on `c`'s master after a confirmed write.
   redis::MasterStanding sentinels_on(redis::Connection& c);
 
-  template <typename Step>
-  auto on_connection(Step&& step);
-  template <typename Step>
-  auto on_current_master(Step&& step);
+  // Drops the connection and throws what the failed step means (see
+  // on_connection()).
+  [[noreturn]] void fail_step(const redis::Failure& failure);
+  // With Sentinel: throws Failure (not_master) unless the sentinels still
+  // name `c`'s server as the master.
+  void check_still_master(redis::Connection& c);
 
   // The Sentinel master the connections go to; null for one server.
   redis::SentinelMaster* sentinel();
@@ -163,5 +172,33 @@ private:
   std::optional<int> m_connected_replicas;
   bool m_asking = false;
 };
+
+template <typename Step>
+auto
+RedisStore::on_connection(Step&& step) {
+  try {
+    auto& c = session();
+    auto result = step(c);
+    c.set_asking(false);
+    return result;
+  } catch (const redis::Failure& failure) {
+    fail_step(failure);
+  } catch (...) {
+    m_connection.reset();
+    throw;
+  }
+}
+
+template <typename Step>
+auto
+RedisStore::on_current_master(Step&& step) {
+  const bool reused = m_connection.has_value();
+  return on_connection([&](redis::Connection& c) {
+    if (reused) {
+      check_still_master(c);
+    }
+    return step(c);
+  });
+}
 
 } // namespace rlock::lock

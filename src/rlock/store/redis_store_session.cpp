@@ -184,19 +184,35 @@ RedisStore::session() {
   }
 }
 
-redis::Connection&
-RedisStore::master_session() {
-  const bool reused = m_connection.has_value();
-  auto& c = session();
-  if (reused && sentinel()) {
-    try {
-      redis::check_still_master(*sentinel(), c, bounded_options());
-    } catch (...) {
-      m_connection.reset();
-      throw;
-    }
+// A step that failed may have left a reply unread or the connection broken:
+// the next step starts on a new one.
+void
+RedisStore::fail_step(const redis::Failure& failure) {
+  m_connection.reset();
+  // The master Sentinel named has been demoted since: a failover.
+  if (sentinel() && failure.server_code() == "READONLY") {
+    throw redis::Failure(redis::FailureKind::not_master,
+                         std::string(failure.what())
+                             + " (demoted by Sentinel: a failover under way)");
   }
-  return c;
+  if (redis::is_unknown_command(failure.server_error())) {
+    throw redis::Failure(redis::FailureKind::server_error,
+                         endpoint().address()
+                             + " does not know rlock's commands (a Redis "
+                               "Sentinel? name it in a redis+sentinel:// "
+                               "URL): "
+                             + failure.what(),
+                         failure.server_code(),
+                         failure.server_error());
+  }
+  throw failure;
+}
+
+void
+RedisStore::check_still_master(redis::Connection& c) {
+  if (sentinel()) {
+    redis::check_still_master(*sentinel(), c, bounded_options());
+  }
 }
 
 int

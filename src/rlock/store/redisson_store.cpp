@@ -193,28 +193,6 @@ RedissonStore::field_of(const std::string& token) {
   return token + ":" + std::string(k_thread);
 }
 
-template <typename Step>
-auto
-RedissonStore::on_connection(Step&& step) {
-  try {
-    return step(m_inner->session());
-  } catch (const redis::Failure&) {
-    m_inner->disconnect();
-    throw;
-  }
-}
-
-template <typename Step>
-auto
-RedissonStore::on_master(Step&& step) {
-  try {
-    return step(m_inner->master_session());
-  } catch (const redis::Failure&) {
-    m_inner->disconnect();
-    throw;
-  }
-}
-
 std::string
 RedissonStore::key_of(std::string_view name) const {
   return std::string(name);
@@ -228,42 +206,44 @@ RedissonStore::acquire(const LockRequest& request, const WaiterEntry& entry) {
   if (entry.queue_ttl > Duration::zero()) {
     refuse("wait queue");
   }
-  return on_master([&](redis::Connection& c) -> AcquireAttempt {
-    const std::string what = "taking Redisson's lock " + quote(request.name);
-    const auto sent = boot_now();
-    const auto reply = redis::run_script(
-        c,
-        redis::k_redisson_take_script,
-        {request.name, fence_key_of(request.name)},
-        {field_of(request.token), milliseconds_of(request.ttl)});
-    redis::throw_if_error(reply, what);
-    const auto verdict = text_at(reply, 0, what);
-    if (verdict == "granted") {
-      Granted granted;
-      granted.fence = integer_at(reply, 1, what);
-      granted.sent = sent;
-      try {
-        granted.replicas = m_inner->confirm_write(c, what, request.ttl / 4);
-      } catch (const redis::Failure&) {
-        release_quietly(request.name, request.token);
-        throw;
-      }
-      return granted;
-    }
-    if (verdict == "wrongtype") {
-      throw_wrong_type(request.name, text_at(reply, 1, what));
-    }
-    Look found;
-    found.type = "hash";
-    found.pttl = integer_at(reply, 1, what);
-    found.fields = fields_of(request.name, reply, 2);
-    return busy_of(found);
-  });
+  return m_inner->on_current_master(
+      [&](redis::Connection& c) -> AcquireAttempt {
+        const std::string what =
+            "taking Redisson's lock " + quote(request.name);
+        const auto sent = boot_now();
+        const auto reply = redis::run_script(
+            c,
+            redis::k_redisson_take_script,
+            {request.name, fence_key_of(request.name)},
+            {field_of(request.token), milliseconds_of(request.ttl)});
+        redis::throw_if_error(reply, what);
+        const auto verdict = text_at(reply, 0, what);
+        if (verdict == "granted") {
+          Granted granted;
+          granted.fence = integer_at(reply, 1, what);
+          granted.sent = sent;
+          try {
+            granted.replicas = m_inner->confirm_write(c, what, request.ttl / 4);
+          } catch (const redis::Failure&) {
+            release_quietly(request.name, request.token);
+            throw;
+          }
+          return granted;
+        }
+        if (verdict == "wrongtype") {
+          throw_wrong_type(request.name, text_at(reply, 1, what));
+        }
+        Look found;
+        found.type = "hash";
+        found.pttl = integer_at(reply, 1, what);
+        found.fields = fields_of(request.name, reply, 2);
+        return busy_of(found);
+      });
 }
 
 PeekResult
 RedissonStore::peek(std::string_view name) {
-  return on_connection([&](redis::Connection& c) -> PeekResult {
+  return m_inner->on_connection([&](redis::Connection& c) -> PeekResult {
     const auto found = look(c, name);
     if (found.type == "none") {
       return Free{};
@@ -274,7 +254,7 @@ RedissonStore::peek(std::string_view name) {
 
 std::int64_t
 RedissonStore::lease_remaining_ms(std::string_view name) {
-  return on_connection([&](redis::Connection& c) {
+  return m_inner->on_connection([&](redis::Connection& c) {
     const auto found = look(c, name);
     return found.type == "none" ? std::int64_t{-2} : found.pttl;
   });
@@ -285,7 +265,7 @@ RedissonStore::renew(std::string_view name,
                      const std::string& token,
                      Duration ttl,
                      RenewMode mode) {
-  return on_master([&](redis::Connection& c) {
+  return m_inner->on_current_master([&](redis::Connection& c) {
     const auto reply =
         redis::run_script(c,
                           redis::k_redisson_renew_script,
@@ -309,7 +289,7 @@ RedissonStore::renew(std::string_view name,
 
 bool
 RedissonStore::release(std::string_view name, const std::string& token) {
-  return on_master([&](redis::Connection& c) {
+  return m_inner->on_current_master([&](redis::Connection& c) {
     const auto reply = redis::run_script(c,
                                          redis::k_redisson_release_script,
                                          {std::string(name)},
@@ -340,44 +320,47 @@ RedissonStore::release_quietly(std::string_view name,
 
 std::optional<Duration>
 RedissonStore::check(std::string_view name, const std::string& token) {
-  return on_connection([&](redis::Connection& c) -> std::optional<Duration> {
-    const auto found = look(c, name);
-    const auto ours = field_of(token);
-    if (std::find(found.fields.begin(), found.fields.end(), ours)
-        == found.fields.end()) {
-      return std::nullopt;
-    }
-    if (found.pttl == -1) {
-      return Duration::max();
-    }
-    return from_milliseconds(std::max<std::int64_t>(found.pttl, 0));
-  });
+  return m_inner->on_connection(
+      [&](redis::Connection& c) -> std::optional<Duration> {
+        const auto found = look(c, name);
+        const auto ours = field_of(token);
+        if (std::find(found.fields.begin(), found.fields.end(), ours)
+            == found.fields.end()) {
+          return std::nullopt;
+        }
+        if (found.pttl == -1) {
+          return Duration::max();
+        }
+        return from_milliseconds(std::max<std::int64_t>(found.pttl, 0));
+      });
 }
 
 std::optional<BrokenLock>
 RedissonStore::force_release(std::string_view name) {
-  return on_connection([&](redis::Connection& c) -> std::optional<BrokenLock> {
-    const std::string what = "breaking Redisson's lock " + quote(name);
-    const auto reply = redis::run_script(
-        c,
-        redis::k_redisson_force_script,
-        {std::string(name)},
-        {channel_of(name), std::string(k_unlock_message), sharded_argument()});
-    redis::throw_if_error(reply, what);
-    const auto type = text_at(reply, 0, what);
-    if (type == "none") {
-      return std::nullopt;
-    }
-    if (type != "hash") {
-      throw_wrong_type(name, type);
-    }
-    BrokenLock broken;
-    for (std::size_t i = 1; i < reply.elements.size(); ++i) {
-      broken.token += (i > 1 ? "," : "") + text_at(reply, i, what);
-    }
-    broken.holder = "Redisson " + broken.token;
-    return broken;
-  });
+  return m_inner->on_connection(
+      [&](redis::Connection& c) -> std::optional<BrokenLock> {
+        const std::string what = "breaking Redisson's lock " + quote(name);
+        const auto reply = redis::run_script(c,
+                                             redis::k_redisson_force_script,
+                                             {std::string(name)},
+                                             {channel_of(name),
+                                              std::string(k_unlock_message),
+                                              sharded_argument()});
+        redis::throw_if_error(reply, what);
+        const auto type = text_at(reply, 0, what);
+        if (type == "none") {
+          return std::nullopt;
+        }
+        if (type != "hash") {
+          throw_wrong_type(name, type);
+        }
+        BrokenLock broken;
+        for (std::size_t i = 1; i < reply.elements.size(); ++i) {
+          broken.token += (i > 1 ? "," : "") + text_at(reply, i, what);
+        }
+        broken.holder = "Redisson " + broken.token;
+        return broken;
+      });
 }
 
 void
@@ -414,7 +397,7 @@ RedissonStore::watch_releases(std::string_view name) {
 
 StatusSnapshot
 RedissonStore::read_locks(const std::vector<std::string>& names) {
-  return on_connection([&](redis::Connection& c) {
+  return m_inner->on_connection([&](redis::Connection& c) {
     StatusSnapshot snapshot;
     for (const auto& name : names) {
       const auto found = look(c, name);

@@ -76,28 +76,6 @@ StringStore::key_of(std::string_view name) const {
   return keys(name).lock;
 }
 
-template <typename Step>
-auto
-StringStore::on_connection(Step&& step) {
-  try {
-    return step(m_redis->session());
-  } catch (...) {
-    m_redis->disconnect();
-    throw;
-  }
-}
-
-template <typename Step>
-auto
-StringStore::on_master(Step&& step) {
-  try {
-    return step(m_redis->master_session());
-  } catch (...) {
-    m_redis->disconnect();
-    throw;
-  }
-}
-
 AcquireAttempt
 StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
   const auto k = keys(request.name);
@@ -113,7 +91,7 @@ StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
     value = shedlock_value(epoch_ms, request.holder.host) + ":" + request.token;
   }
   const auto sent = boot_now();
-  const auto reply = on_master([&](redis::Connection& c) {
+  const auto reply = m_redis->on_current_master([&](redis::Connection& c) {
     return redis::run_script(c,
                              redis::k_string_acquire_script,
                              {k.lock, k.fence},
@@ -124,7 +102,7 @@ StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
     Granted& granted = *granted_ptr;
     granted.sent = sent;
     try {
-      granted.replicas = on_connection([&](redis::Connection& c) {
+      granted.replicas = m_redis->on_connection([&](redis::Connection& c) {
         return m_redis->confirm_write(
             c, "taking " + quote(request.name), request.ttl / 4);
       });
@@ -141,7 +119,7 @@ StringStore::acquire(const LockRequest& request, const WaiterEntry&) {
 PeekResult
 StringStore::peek(std::string_view name) {
   const auto k = keys(name);
-  const auto reply = on_connection([&](redis::Connection& c) {
+  const auto reply = m_redis->on_connection([&](redis::Connection& c) {
     return redis::run_script(
         c, redis::k_string_look_script, {k.lock, k.wake}, {"look", ""});
   });
@@ -151,7 +129,7 @@ StringStore::peek(std::string_view name) {
 std::int64_t
 StringStore::lease_remaining_ms(std::string_view name) {
   const auto k = keys(name);
-  return on_connection([&](redis::Connection& c) {
+  return m_redis->on_connection([&](redis::Connection& c) {
     return decode_pttl(c.command({"PTTL", k.lock}),
                        "cannot read lock " + quote(name));
   });
@@ -168,7 +146,7 @@ StringStore::renew(std::string_view name,
                 "the new length must be given");
   }
   const auto k = keys(name);
-  const auto reply = on_master([&](redis::Connection& c) {
+  const auto reply = m_redis->on_current_master([&](redis::Connection& c) {
     return redis::run_script(c,
                              redis::k_string_renew_script,
                              {k.lock},
@@ -180,7 +158,7 @@ StringStore::renew(std::string_view name,
   // throws as itself.
   const auto renewal = decode_string_renew(reply, what_of("renew", k));
   if (renewal.held) {
-    on_connection([&](redis::Connection& c) {
+    m_redis->on_connection([&](redis::Connection& c) {
       return m_redis->confirm_write(c, "renewing " + quote(name), ttl / 4);
     });
   }
@@ -190,7 +168,7 @@ StringStore::renew(std::string_view name,
 bool
 StringStore::release(std::string_view name, const std::string& token) {
   const auto k = keys(name);
-  const auto reply = on_master([&](redis::Connection& c) {
+  const auto reply = m_redis->on_current_master([&](redis::Connection& c) {
     return redis::run_script(c,
                              redis::k_string_release_script,
                              {k.lock, k.wake},
@@ -220,7 +198,7 @@ StringStore::release_quietly(std::string_view name,
 std::optional<Duration>
 StringStore::check(std::string_view name, const std::string& token) {
   const auto k = keys(name);
-  const auto reply = on_connection([&](redis::Connection& c) {
+  const auto reply = m_redis->on_connection([&](redis::Connection& c) {
     return redis::run_script(
         c, redis::k_string_look_script, {k.lock, k.wake}, {"look", ""});
   });
@@ -230,7 +208,7 @@ StringStore::check(std::string_view name, const std::string& token) {
 std::optional<BrokenLock>
 StringStore::force_release(std::string_view name) {
   const auto k = keys(name);
-  const auto reply = on_connection([&](redis::Connection& c) {
+  const auto reply = m_redis->on_connection([&](redis::Connection& c) {
     return redis::run_script(c,
                              redis::k_string_look_script,
                              {k.lock, k.wake},
@@ -275,7 +253,7 @@ StringStore::read_locks(const std::vector<std::string>& names) {
   StatusSnapshot snapshot;
   for (const auto& name : names) {
     const auto k = keys(name);
-    const auto reply = on_connection([&](redis::Connection& c) {
+    const auto reply = m_redis->on_connection([&](redis::Connection& c) {
       return redis::run_script(
           c, redis::k_string_look_script, {k.lock, k.wake}, {"look", ""});
     });

@@ -63,12 +63,6 @@ protected:
 
 private:
   StringKeys keys(std::string_view name) const;
-  // Runs `step` on the inner store's connection; a failure drops it.
-  template <typename Step>
-  auto on_connection(Step&& step);
-  // The same for a write: on the master of now (RedisStore::master_session).
-  template <typename Step>
-  auto on_master(Step&& step);
 
   Deployment m_deployment;
   bool m_cluster_node = false;
